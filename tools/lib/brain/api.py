@@ -1,0 +1,120 @@
+"""The core API every front door calls: one Brain per notes root.
+
+The CLI, the scripts, the MCP and HTTP servers only parse input, call these
+methods and render the objects they return, so they can never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import DEFAULTS, Settings, find_root, load_settings, set_value
+from .embeddings import Embedder
+from .errors import BrainError
+from .indexer import Indexer, ScanReport
+from .search import Searcher, SearchResponse
+from .store import Store
+
+
+class Brain:
+    """A notes root with its settings, model and index; heavy parts load on first use."""
+
+    def __init__(self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False) -> None:
+        self.root = find_root(str(root) if root is not None else None)
+        self.settings: Settings = load_settings(self.root, config)
+        self.embedder = Embedder(self.settings)
+        self.show_progress = show_progress
+        self._searcher: Searcher | None = None
+
+    # ------------------------------------------------------------ indexing
+
+    def index(self, *, full: bool = False) -> ScanReport:
+        """Bring the index up to date with the files (`full`: rebuild from scratch and swap in)."""
+        indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
+        report = indexer.rebuild() if full else indexer.scan()
+        self._record_cache_use(report)
+        return report
+
+    def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
+        """Re-index just these files (gone ones leave the index)."""
+        report = Indexer(self.settings, self.embedder).reindex_paths(paths)
+        self._record_cache_use(report)
+        return report
+
+    def _record_cache_use(self, report: ScanReport) -> None:
+        with _open(self.settings) as store:
+            hits = int(store.get_meta("cache_hits") or 0) + report.cache_hits
+            misses = int(store.get_meta("cache_misses") or 0) + report.chunks_embedded
+            store.set_meta({"cache_hits": str(hits), "cache_misses": str(misses), "precision": self.embedder.precision})
+
+    # ------------------------------------------------------------ searching
+
+    @property
+    def searcher(self) -> Searcher:
+        if self._searcher is None:
+            self._searcher = Searcher(self.settings, self.embedder)
+        return self._searcher
+
+    def search(self, query: str, **options: Any) -> SearchResponse:
+        """Files that talk about `query`; see Searcher.search for the options."""
+        return self.searcher.search(query, **options)
+
+    # ------------------------------------------------------------ facts
+
+    def stats(self) -> dict[str, Any]:
+        """What the index holds: counts, cache use, size on disk, model, biggest files."""
+        db = self.settings.database_path
+        if not db.exists():
+            raise BrainError(f"no index at {db}; run `brain index` first")
+        with _open(self.settings) as store:
+            counts = store.counts()
+            hits = int(store.get_meta("cache_hits") or 0)
+            misses = int(store.get_meta("cache_misses") or 0)
+            size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file() and not p.name.endswith(".lock"))
+            return {
+                "database": str(db),
+                "database_bytes": size,
+                **counts,
+                "cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
+                "model": store.get_meta("model"),
+                "dimension": int(store.get_meta("dimension") or 0) or None,
+                "chunking": store.get_meta("chunking"),
+                "precision": store.get_meta("precision") or "float32",
+                "last_scan": store.get_meta("last_scan"),
+                "largest_files": [{"path": p, "chunks": n} for p, n in store.largest_files()],
+            }
+
+    def config_rows(self) -> list[dict[str, Any]]:
+        """Every setting with its effective value and where it came from."""
+        return [
+            {"key": key, "value": self.settings.values[key], "origin": self.settings.origins[key]} for key in DEFAULTS
+        ]
+
+    def config_set(self, key: str, value: str) -> Any:
+        """Write one setting into brain.toml (comments and other keys kept)."""
+        path = self.settings.config_path or (self.root / "brain.toml")
+        return set_value(path, key, value)
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+
+
+class _open:
+    """`with _open(settings) as store`: a Store that is closed afterwards."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.store = Store(settings.database_path)
+
+    def __enter__(self) -> Store:
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+
+def dumps(data: Any) -> str:
+    """JSON as every front door prints it."""
+    return json.dumps(data, ensure_ascii=False, indent=2)

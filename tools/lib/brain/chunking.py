@@ -1,0 +1,195 @@
+"""Text → chunks (pure).
+
+Chunks follow lines: a line is only cut when it alone is longer than a chunk.
+Each chunk knows its 1-based start/end lines and the Markdown heading path
+above it. Two texts per chunk: `text` (everything, for BM25 and previews) and
+`embed_text` (heading path + the text without fenced code, which dominates
+embeddings). `embed_text` never exceeds the model's word-piece limit, measured
+with the model's own tokenizer through `count_tokens`, so nothing is silently
+dropped by the model. A chunk of only code has an empty `embed_text`: BM25 only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+CHUNKING_VERSION = 1
+SPECIAL_TOKENS = 2  # [CLS] and [SEP]
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a file, as stored and searched."""
+
+    text: str
+    embed_text: str
+    start_line: int
+    end_line: int
+    heading_path: str
+
+
+@dataclass
+class _Segment:
+    line: int
+    text: str
+    tokens: int
+    code: bool
+    heading: str
+
+
+def chunking_identity(chunk_chars: int, overlap_chars: int, max_tokens: int) -> str:
+    """What the index records so a change of chunking is noticed."""
+    return f"v{CHUNKING_VERSION}:chars={chunk_chars}:overlap={overlap_chars}:tokens={max_tokens}"
+
+
+def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]]:
+    """For each line: is it fenced code, and the heading path it sits under."""
+    code_flags: list[bool] = []
+    paths: list[str] = []
+    stack: list[tuple[int, str]] = []
+    fence: str | None = None
+    for line in lines:
+        if markdown:
+            match = _FENCE.match(line)
+            if fence is not None:
+                code_flags.append(True)
+                if match and match.group(1) == fence:
+                    fence = None
+                paths.append(" > ".join(t for _, t in stack))
+                continue
+            if match:
+                fence = match.group(1)
+                code_flags.append(True)
+                paths.append(" > ".join(t for _, t in stack))
+                continue
+            heading = _HEADING.match(line)
+            if heading:
+                level = len(heading.group(1))
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, f"{heading.group(1)} {heading.group(2)}"))
+        code_flags.append(False)
+        paths.append(" > ".join(t for _, t in stack))
+    return code_flags, paths
+
+
+def _split_long(text: str, tokens: int, max_tokens: int, max_chars: int, count: TokenCounter) -> list[str]:
+    """Cut one over-long line into pieces that each fit both limits, at spaces where possible."""
+    words = text.split(" ")
+    word_tokens = count(words)
+    pieces: list[str] = []
+    current: list[str] = []
+    cur_tokens = cur_chars = 0
+    for word, wt in zip(words, word_tokens):
+        if wt > max_tokens or len(word) > max_chars:
+            # A single giant "word" (a URL, base64): slice it by characters.
+            if current:
+                pieces.append(" ".join(current))
+                current, cur_tokens, cur_chars = [], 0, 0
+            step = max(1, min(max_chars, int(len(word) * max_tokens / max(wt, 1) * 0.8)))
+            pieces.extend(word[i : i + step] for i in range(0, len(word), step))
+            continue
+        if current and (cur_tokens + wt > max_tokens or cur_chars + len(word) + 1 > max_chars):
+            pieces.append(" ".join(current))
+            current, cur_tokens, cur_chars = [], 0, 0
+        current.append(word)
+        cur_tokens += wt
+        cur_chars += len(word) + 1
+    if current:
+        pieces.append(" ".join(current))
+    return [p for p in pieces if p]
+
+
+def _embed_text(segments: Sequence[_Segment]) -> str:
+    body = "\n".join(s.text for s in segments if not s.code).strip()
+    if not body:
+        return ""
+    heading = segments[0].heading
+    plain = " > ".join(part.lstrip("#").strip() for part in heading.split(" > ")) if heading else ""
+    return f"{plain}\n{body}" if plain else body
+
+
+def chunk_text(
+    text: str,
+    *,
+    count_tokens: TokenCounter,
+    max_tokens: int,
+    chunk_chars: int = 1600,
+    overlap_chars: int = 320,
+    markdown: bool = True,
+    first_line: int = 1,
+) -> list[Chunk]:
+    """Split `text` into line-aware, overlapping chunks whose embed text fits `max_tokens` word pieces.
+
+    `max_tokens` counts the model's two special tokens; `count_tokens` counts
+    word pieces without them.
+    """
+    lines = text.split("\n")
+    code_flags, heading_paths = _scan_lines(lines, markdown)
+    budget = max(8, max_tokens - SPECIAL_TOKENS)
+    # Heading paths go in front of the embedded text: keep room for them.
+    heading_tokens = dict(zip(set(heading_paths), count_tokens(list(set(heading_paths)))))
+    line_tokens = count_tokens([("" if code else line) for line, code in zip(lines, code_flags)])
+
+    segments: list[_Segment] = []
+    for index, (line, code, heading, tokens) in enumerate(zip(lines, code_flags, heading_paths, line_tokens)):
+        number = first_line + index
+        room = max(8, budget - min(heading_tokens.get(heading, 0), budget // 4) - 1)
+        if tokens > room or len(line) > chunk_chars:
+            for piece in _split_long(line, tokens, room, chunk_chars, count_tokens):
+                piece_tokens = 0 if code else count_tokens([piece])[0]
+                segments.append(_Segment(number, piece, piece_tokens, code, heading))
+        else:
+            segments.append(_Segment(number, line, tokens, code, heading))
+
+    chunks: list[Chunk] = []
+    start = 0
+    while start < len(segments):
+        while start < len(segments) and not segments[start].text.strip():
+            start += 1  # a chunk starts on a line with text, so its line span is honest
+        if start >= len(segments):
+            break
+        heading = segments[start].heading
+        room = budget - heading_tokens.get(heading, 0) - 1 if heading else budget
+        room = max(room, budget // 2)
+        end = start
+        chars = tokens = 0
+        while end < len(segments):
+            seg = segments[end]
+            if end > start and (chars + len(seg.text) + 1 > chunk_chars or tokens + seg.tokens > room):
+                break
+            chars += len(seg.text) + 1
+            tokens += seg.tokens
+            end += 1
+        # Verify with the real tokenizer: word pieces are not always additive across lines.
+        while end - start > 1:
+            embed = _embed_text(segments[start:end])
+            if not embed or count_tokens([embed])[0] <= budget:
+                break
+            end -= 1
+        window = segments[start:end]
+        while len(window) > 1 and not window[-1].text.strip():
+            window = window[:-1]
+        body = "\n".join(s.text for s in window)
+        if body.strip():
+            embed = _embed_text(window)
+            if embed and count_tokens([embed])[0] > budget:
+                embed = _embed_text([_Segment(s.line, s.text, s.tokens, s.code, "") for s in window])
+            chunks.append(Chunk(body, embed, window[0].line, window[-1].line, heading))
+        if end >= len(segments):
+            break
+        # Overlap: carry trailing segments forward, always advancing by at least one.
+        back = end
+        carried = 0
+        while back - 1 > start and carried + len(segments[back - 1].text) + 1 <= overlap_chars:
+            carried += len(segments[back - 1].text) + 1
+            back -= 1
+        start = max(back, start + 1)
+    return chunks

@@ -1,0 +1,230 @@
+"""Settings: defaults, then brain.toml, then BRAIN_* environment variables.
+
+`load_settings` tells for every key where its value came from; `set_value`
+rewrites brain.toml with tomlkit so comments and every other key stay exactly
+as the person wrote them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from .errors import BrainError
+
+CONFIG_NAME = "brain.toml"
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+
+# Every key, its default and its type. Dotted names are [section] keys in brain.toml.
+DEFAULTS: dict[str, Any] = {
+    "roots": ["."],
+    "extensions": [".md", ".markdown", ".txt", ".pdf"],
+    "ignore": [],
+    "database": ".brain/brain.sqlite",
+    "max_file_mb": 20.0,
+    "embedding.model": BUNDLED_MODEL,
+    "embedding.device": "cpu",
+    "embedding.batch_size": 32,
+    "chunking.chunk_chars": 1600,
+    "chunking.overlap_chars": 320,
+    "chunking.max_tokens": 0,
+    "search.mode": "hybrid",
+    "search.limit": 10,
+    "search.vector_weight": 0.7,
+    "search.candidates": 200,
+}
+
+SEARCH_MODES = ("hybrid", "bm25", "vector")
+
+
+@dataclass
+class Settings:
+    """The effective settings for one notes root, and where each value came from."""
+
+    root: Path
+    config_path: Path | None
+    values: dict[str, Any]
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def database_path(self) -> Path:
+        path = Path(os.path.expanduser(str(self.values["database"])))
+        return path if path.is_absolute() else self.root / path
+
+    @property
+    def root_dirs(self) -> list[Path]:
+        dirs = []
+        for entry in self.values["roots"]:
+            path = Path(os.path.expanduser(str(entry)))
+            dirs.append((path if path.is_absolute() else self.root / path).resolve())
+        return dirs
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        return tuple(e.lower() if e.startswith(".") else "." + e.lower() for e in self.values["extensions"])
+
+
+def find_root(explicit: str | None = None) -> Path:
+    """The notes root: --root, else BRAIN_ROOT, else the git top-level of the cwd, else the cwd."""
+    raw = explicit or os.environ.get("BRAIN_ROOT")
+    if raw:
+        path = Path(os.path.expanduser(raw))
+        if not path.exists():
+            raise BrainError(f"notes root {raw!r} does not exist; pass an existing folder with --root")
+        if not path.is_dir():
+            raise BrainError(f"notes root {raw!r} is a file, not a folder; pass its folder with --root")
+        return path.resolve()
+    cwd = Path.cwd()
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return Path(out.stdout.strip()).resolve()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return cwd.resolve()
+
+
+def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            for sub, subvalue in value.items():
+                flat[f"{key}.{sub}"] = subvalue
+        else:
+            flat[key] = value
+    for key in flat:
+        if key not in DEFAULTS:
+            raise BrainError(f"{source}: unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}")
+    return flat
+
+
+def coerce(key: str, value: Any, source: str) -> Any:
+    """Check `value` against the type of DEFAULTS[key]; returns it converted or raises BrainError."""
+    default = DEFAULTS[key]
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                value = {"true": True, "false": False}[value.lower()]
+            return bool(value)
+        if isinstance(default, int):
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if isinstance(default, float):
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if isinstance(default, list):
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError
+            return list(value)
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    except (ValueError, KeyError, TypeError):
+        kind = type(default).__name__
+        raise BrainError(f"{source}: {key} must be a {kind}, got {value!r}") from None
+
+
+def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
+    def bad(key: str, rule: str) -> BrainError:
+        return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
+
+    if values["search.mode"] not in SEARCH_MODES:
+        raise bad("search.mode", "must be one of hybrid, bm25, vector")
+    if not 0.0 <= values["search.vector_weight"] <= 1.0:
+        raise bad("search.vector_weight", "must be between 0 and 1")
+    for key in ("search.limit", "search.candidates", "embedding.batch_size", "chunking.chunk_chars"):
+        if values[key] < 1:
+            raise bad(key, "must be at least 1")
+    if not 0 <= values["chunking.overlap_chars"] < values["chunking.chunk_chars"]:
+        raise bad("chunking.overlap_chars", "must be ≥ 0 and smaller than chunking.chunk_chars")
+    if values["chunking.max_tokens"] < 0:
+        raise bad("chunking.max_tokens", "must be ≥ 0 (0 means the model's own limit)")
+    if values["max_file_mb"] <= 0:
+        raise bad("max_file_mb", "must be positive")
+    if not values["roots"]:
+        raise bad("roots", "must name at least one folder")
+
+
+def env_name(key: str) -> str:
+    return "BRAIN_" + key.replace(".", "_").upper()
+
+
+def load_settings(root: Path, config: str | None = None) -> Settings:
+    """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env."""
+    values = dict(DEFAULTS)
+    origins = {key: "default" for key in DEFAULTS}
+    raw_path = config or os.environ.get("BRAIN_CONFIG")
+    config_path: Path | None
+    if raw_path:
+        config_path = Path(os.path.expanduser(raw_path))
+        if not config_path.is_absolute():
+            config_path = Path.cwd() / config_path
+        if not config_path.is_file():
+            raise BrainError(f"config file {raw_path!r} not found; pass an existing brain.toml with --config")
+    else:
+        config_path = root / CONFIG_NAME
+    if config_path.is_file():
+        try:
+            doc = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise BrainError(f"{config_path}: invalid TOML ({exc}); fix the file or remove it") from None
+        for key, value in _flatten(doc, str(config_path)).items():
+            values[key] = coerce(key, value, str(config_path))
+            origins[key] = str(config_path)
+    else:
+        config_path = None if raw_path else root / CONFIG_NAME
+    for key in DEFAULTS:
+        name = env_name(key)
+        if name in os.environ:
+            values[key] = coerce(key, os.environ[name], f"environment {name}")
+            origins[key] = f"environment {name}"
+    _validate(values, origins)
+    return Settings(root=root, config_path=config_path, values=values, origins=origins)
+
+
+def set_value(config_path: Path, key: str, raw_value: str) -> Any:
+    """Write KEY = VALUE into brain.toml, keeping comments, order and every other key untouched."""
+    import tomlkit
+
+    if key not in DEFAULTS:
+        raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
+    try:
+        parsed: Any = tomllib.loads(f"v = {raw_value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = raw_value  # a bare word is a string
+    value = coerce(key, parsed, "config set")
+    check = dict(DEFAULTS)
+    check[key] = value
+    _validate(check, {k: "config set" for k in DEFAULTS})
+    text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+    try:
+        doc = tomlkit.parse(text)
+    except Exception as exc:  # tomlkit raises its own ParseError subclasses
+        raise BrainError(f"{config_path}: invalid TOML ({exc}); fix the file first") from None
+    if "." in key:
+        section, name = key.split(".", 1)
+        table = doc.get(section)
+        if table is None:
+            table = tomlkit.table()
+            doc[section] = table
+        table[name] = value
+    else:
+        doc[key] = value
+    tmp = config_path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    os.replace(tmp, config_path)
+    return value

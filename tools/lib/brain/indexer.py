@@ -1,0 +1,334 @@
+"""Scan, re-index, remove, move: keeps the index equal to the files, one transaction per file.
+
+`scan` walks every root; `reindex_paths` handles named files; `rebuild` builds
+a fresh database beside the old one and swaps it in atomically. Each returns a
+ScanReport, the one object every front door renders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import sources
+from .chunking import Chunk, chunk_text, chunking_identity
+from .config import Settings
+from .embeddings import Embedder, text_hash
+from .errors import BrainError
+from .store import NewChunk, Store, writer_lock
+
+# Files are embedded together in groups of about this many chunks: big enough
+# to keep the model's batches full, small enough to bound memory.
+EMBED_GROUP_CHUNKS = 256
+
+
+@dataclass
+class ScanReport:
+    """What one scan did: counts, failures with reasons, moves. Rendered by every front door."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    moved: list[dict[str, str]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+    model: str = ""
+    rebuilt: bool = False
+    database: str = ""
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "added": len(self.added),
+            "updated": len(self.updated),
+            "unchanged": self.unchanged,
+            "moved": len(self.moved),
+            "removed": len(self.removed),
+            "failed": len(self.failed),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["counts"] = self.counts()
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass
+class _Pending:
+    source: sources.SourceFile
+    hash: str
+    extracted: sources.ExtractedText
+    chunks: list[Chunk]
+
+
+def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
+    """What the vectors in an index depend on; a change means re-embedding."""
+    return {
+        "model": embedder.identity,
+        "dimension": str(embedder.dimension),
+        "chunking": chunking_identity(
+            int(settings["chunking.chunk_chars"]), int(settings["chunking.overlap_chars"]), embedder.max_tokens
+        ),
+    }
+
+
+def identity_mismatch(store: Store, wanted: dict[str, str]) -> str | None:
+    """A sentence saying how the index differs from the settings, or None."""
+    for key, value in wanted.items():
+        have = store.get_meta(key)
+        if have is not None and have != value:
+            return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
+    return None
+
+
+def _progress(total: int, label: str, enabled: bool) -> Any:
+    if not enabled or total == 0:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
+
+
+class Indexer:
+    """Keeps one database equal to the notes on disk."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, *, show_progress: bool = False) -> None:
+        self.settings = settings
+        self.embedder = embedder or Embedder(settings)
+        self.show_progress = show_progress
+        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+
+    # ------------------------------------------------------------ public
+
+    def scan(self) -> ScanReport:
+        """Index every file under the roots; remove what is gone or now ignored; detect moves."""
+        started = time.monotonic()
+        discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
+        db_path = self.settings.database_path
+        with writer_lock(db_path):
+            store = Store(db_path)
+            try:
+                wanted = model_identity(self.embedder, self.settings)
+                if identity_mismatch(store, wanted) is not None:
+                    store.close()
+                    return self._rebuild_locked(discovery, started)
+                report = self._scan_into(store, discovery, wanted)
+            finally:
+                store.close()
+        report.seconds = time.monotonic() - started
+        return report
+
+    def rebuild(self) -> ScanReport:
+        """Build a complete new database beside the old one and swap it in atomically."""
+        started = time.monotonic()
+        discovery = sources.discover(self.settings)
+        with writer_lock(self.settings.database_path):
+            return self._rebuild_locked(discovery, started)
+
+    def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
+        """Re-index the named files only; a path gone from disk leaves the index."""
+        started = time.monotonic()
+        if not paths:
+            raise BrainError("no paths given; name the files to re-index", usage=True)
+        picked: list[sources.SourceFile] = []
+        report = ScanReport()
+        gone: list[str] = []
+        for raw in paths:
+            found = sources.source_for(self.settings, raw)
+            if isinstance(found, str):
+                report.failed.append({"path": str(raw), "reason": found.split(": ", 1)[-1]})
+            elif found.size < 0:
+                gone.append(found.rel)
+            else:
+                picked.append(found)
+        db_path = self.settings.database_path
+        with writer_lock(db_path):
+            store = Store(db_path)
+            try:
+                wanted = model_identity(self.embedder, self.settings)
+                mismatch = identity_mismatch(store, wanted)
+                if mismatch is not None:
+                    raise BrainError(f"{mismatch}; run `brain index` to rebuild the index first")
+                store.set_meta(wanted)
+                existing = store.all_files()
+                removed = [p for p in gone if p in existing]
+                store.remove_files(removed)
+                report.removed.extend(removed)
+                self._index_files(store, picked, existing, report)
+            finally:
+                store.close()
+        report.model = self.embedder.identity
+        report.database = str(db_path)
+        report.seconds = time.monotonic() - started
+        return report
+
+    # ------------------------------------------------------------ internals
+
+    def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
+        db_path = self.settings.database_path
+        fresh_path = db_path.with_name(db_path.name + ".rebuild")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(fresh_path) + suffix)
+        fresh = Store(fresh_path)
+        try:
+            if db_path.exists():
+                self._copy_cache(fresh, db_path)
+            report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
+            fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            fresh.checkpoint()
+        finally:
+            fresh.close()
+        if db_path.exists():
+            old = Store(db_path)
+            old.checkpoint()
+            old.close()
+        os.replace(fresh_path, db_path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(fresh_path) + suffix)
+        report.rebuilt = True
+        report.database = str(db_path)
+        report.seconds = time.monotonic() - started
+        return report
+
+    @staticmethod
+    def _copy_cache(fresh: Store, old_path: Path) -> None:
+        # Vectors already computed are reused by the new database: a rebuild re-embeds nothing it knows.
+        try:
+            fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
+            with fresh.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM old.embedding_cache")
+        except sqlite3.Error:
+            pass  # an unreadable old index only costs re-embedding
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                fresh.conn.execute("DETACH DATABASE old")
+
+    def _scan_into(self, store: Store, discovery: sources.Discovery, wanted: dict[str, str]) -> ScanReport:
+        report = ScanReport(model=self.embedder.identity, database=str(store.path))
+        store.set_meta(wanted)
+        existing = store.all_files()
+        on_disk = {f.rel for f in discovery.files}
+        gone = {path: row for path, row in existing.items() if path not in on_disk}
+        self._index_files(store, discovery.files, existing, report, gone)
+        store.remove_files(sorted(gone))
+        report.removed.extend(sorted(gone))
+        store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        return report
+
+    def _index_files(
+        self,
+        store: Store,
+        files: Sequence[sources.SourceFile],
+        existing: dict[str, Any],
+        report: ScanReport,
+        gone: dict[str, Any] | None = None,
+    ) -> None:
+        gone_by_hash: dict[str, str] = {}
+        for path, row in (gone or {}).items():
+            gone_by_hash.setdefault(row.hash, path)
+        bar = _progress(len(files), "indexing", self.show_progress)
+        group: list[_Pending] = []
+        group_chunks = 0
+        try:
+            for source in files:
+                if bar is not None:
+                    bar.update(1)
+                row = existing.get(source.rel)
+                if row is not None and row.size == source.size and row.mtime_ns == source.mtime_ns:
+                    report.unchanged += 1
+                    continue
+                try:
+                    data = sources.read_source(source.path, self.max_bytes)
+                except sources.ExtractionError as exc:
+                    report.failed.append({"path": source.rel, "reason": str(exc)})
+                    continue
+                digest = sources.content_hash(data)
+                if row is not None and row.hash == digest:
+                    store.touch_file(source.rel, source.size, source.mtime_ns)
+                    report.unchanged += 1
+                    continue
+                if row is None and digest in gone_by_hash:
+                    old = gone_by_hash.pop(digest)
+                    store.move_file(old, source.rel, source.size, source.mtime_ns)
+                    assert gone is not None
+                    gone.pop(old, None)
+                    report.moved.append({"from": old, "to": source.rel})
+                    continue
+                pending = self._prepare(source, digest, data, report)
+                if pending is None:
+                    continue
+                group.append(pending)
+                group_chunks += len(pending.chunks)
+                if group_chunks >= EMBED_GROUP_CHUNKS:
+                    self._write_group(store, group, existing, report)
+                    group, group_chunks = [], 0
+            self._write_group(store, group, existing, report)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _prepare(self, source: sources.SourceFile, digest: str, data: bytes, report: ScanReport) -> _Pending | None:
+        try:
+            extracted = sources.extract_bytes(source.path.name, data)
+        except sources.ExtractionError as exc:
+            report.failed.append({"path": source.rel, "reason": str(exc)})
+            return None
+        for warning in extracted.warnings:
+            report.warnings.append({"path": source.rel, "reason": warning})
+        chunks = chunk_text(
+            extracted.text,
+            count_tokens=self.embedder.count_tokens,
+            max_tokens=self.embedder.max_tokens,
+            chunk_chars=int(self.settings["chunking.chunk_chars"]),
+            overlap_chars=int(self.settings["chunking.overlap_chars"]),
+            markdown=source.path.name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
+        )
+        return _Pending(source, digest, extracted, chunks)
+
+    def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
+        if not group:
+            return
+        texts = [c.embed_text for p in group for c in p.chunks if c.embed_text]
+        vectors, hits = self.embedder.encode_cached(texts, store)
+        report.cache_hits += hits
+        report.chunks_embedded += len(texts) - hits
+        position = 0
+        for pending in group:
+            new_chunks: list[NewChunk] = []
+            for chunk in pending.chunks:
+                vector = None
+                embed_hash = None
+                if chunk.embed_text:
+                    vector = vectors[position].tobytes()
+                    embed_hash = text_hash(chunk.embed_text)
+                    position += 1
+                pages = sources.pages_for_lines(pending.extracted.page_starts, chunk.start_line, chunk.end_line)
+                new_chunks.append(NewChunk(chunk.text, chunk.heading_path, chunk.start_line, chunk.end_line, pages, embed_hash, vector))
+            store.replace_file(
+                path=pending.source.rel,
+                hash=pending.hash,
+                size=pending.source.size,
+                mtime_ns=pending.source.mtime_ns,
+                metadata=pending.extracted.metadata,
+                warning="; ".join(pending.extracted.warnings) or None,
+                page_starts=pending.extracted.page_starts,
+                chunks=new_chunks,
+            )
+            report.chunks_written += len(new_chunks)
+            (report.updated if pending.source.rel in existing else report.added).append(pending.source.rel)

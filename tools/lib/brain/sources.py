@@ -1,0 +1,396 @@
+"""Which files belong in the index, and their text.
+
+Discovery walks the configured roots, skipping hidden entries, folders that
+ignore rules exclude (never even walked) and files of other types. Ignore rules
+are gitignore syntax: `.gitignore` (inside a git repository, plus
+`.git/info/exclude`), `.brainignore` at any level, and the config's `ignore`
+list. As in git, the deepest file with a matching pattern decides, and the
+last matching pattern in it wins, so `!negation` works.
+
+Extraction turns a file into text plus metadata: Markdown frontmatter becomes
+metadata (and is blanked out so line numbers still match the file), PDFs keep
+their page numbers, text in any encoding decodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .config import Settings
+from .errors import BrainError
+
+IGNORE_FILES = (".gitignore", ".brainignore")
+MARKDOWN_EXTENSIONS = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file that belongs in the index."""
+
+    path: Path  # absolute
+    rel: str  # relative to the notes root, forward slashes
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class Discovery:
+    """What a walk found: files that belong, and files it skipped with a reason."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ExtractedText:
+    """A file's text (line numbers match the file on disk), metadata and page map."""
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # For PDFs: the 1-based line on which each page starts, in page order.
+    page_starts: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class ExtractionError(Exception):
+    """A file that cannot be read as text; the message is the reason shown in the scan report."""
+
+
+# ---------------------------------------------------------------- ignore rules
+
+
+@dataclass
+class _IgnoreLevel:
+    base: Path  # folder the patterns are relative to
+    spec: Any  # pathspec.GitIgnoreSpec
+
+
+def _compile(lines: list[str], source: str) -> Any:
+    import pathspec
+
+    for number, line in enumerate(lines, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except Exception as exc:  # pathspec raises GitWildMatchPatternError or ValueError
+            raise BrainError(f"{source}:{number}: invalid ignore pattern {line.strip()!r} ({exc})") from None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _read_ignore_file(path: Path) -> Any | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return _compile(lines, str(path))
+
+
+def find_git_dir(start: Path) -> Path | None:
+    """The top-level folder of the git work tree holding `start`, if any."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+class IgnoreRules:
+    """Gitignore-style rules gathered from every level between a root and a folder."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.git_top = find_git_dir(settings.root)
+        self._levels: dict[Path, list[_IgnoreLevel]] = {}
+        self.base_levels: list[_IgnoreLevel] = []
+        config_patterns = list(settings["ignore"])
+        if config_patterns:
+            origin = settings.origins.get("ignore", "config")
+            self.base_levels.append(_IgnoreLevel(settings.root, _compile(config_patterns, f"{origin} ignore")))
+        if self.git_top is not None:
+            exclude = self.git_top / ".git" / "info" / "exclude"
+            if exclude.is_file():
+                spec = _read_ignore_file(exclude)
+                if spec is not None:
+                    self.base_levels.insert(0, _IgnoreLevel(self.git_top, spec))
+
+    def levels_for(self, folder: Path) -> list[_IgnoreLevel]:
+        """Ignore levels that apply inside `folder`, outermost first (cached per folder)."""
+        if folder in self._levels:
+            return self._levels[folder]
+        parent = folder.parent
+        top = self.git_top if self.git_top is not None else self.settings.root
+        inside = folder == top or top in folder.parents
+        levels = list(self.levels_for(parent)) if inside and folder != top and parent != folder else list(self.base_levels)
+        for name in IGNORE_FILES:
+            if name == ".gitignore" and self.git_top is None:
+                continue
+            candidate = folder / name
+            if candidate.is_file():
+                spec = _read_ignore_file(candidate)
+                if spec is not None:
+                    levels.append(_IgnoreLevel(folder, spec))
+        self._levels[folder] = levels
+        return levels
+
+    def is_ignored(self, path: Path, is_dir: bool) -> bool:
+        """True when the deepest rule that speaks about `path` excludes it."""
+        verdict = False
+        for level in self.levels_for(path.parent):
+            try:
+                rel = path.relative_to(level.base).as_posix()
+            except ValueError:
+                continue
+            if is_dir:
+                rel += "/"
+            result = level.spec.check_file(rel)
+            if result.include is not None:
+                verdict = bool(result.include)
+        return verdict
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def relative_name(settings: Settings, path: Path) -> str:
+    """`path` relative to the notes root, with forward slashes."""
+    return path.relative_to(settings.root).as_posix()
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def discover(settings: Settings) -> Discovery:
+    """Every file under the roots that belongs in the index. Raises BrainError on a bad ignore pattern."""
+    rules = IgnoreRules(settings)
+    found = Discovery()
+    seen: set[str] = set()
+    extensions = settings.extensions
+    db_dir = settings.database_path.parent.resolve()
+    for root in settings.root_dirs:
+        if not root.is_dir():
+            raise BrainError(f"root {root} in settings is not a folder; fix `roots` in brain.toml")
+        if root != settings.root and settings.root not in root.parents:
+            raise BrainError(f"root {root} is outside the notes root {settings.root}; list folders inside it")
+        for entry in _walk(root, rules, db_dir, found):
+            if entry.rel in seen:
+                continue
+            if not entry.path.name.lower().endswith(extensions):
+                continue
+            seen.add(entry.rel)
+            found.files.append(entry)
+    found.files.sort(key=lambda f: f.rel)
+    return found
+
+
+def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> Iterator[SourceFile]:
+    settings = rules.settings
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        found.skipped.append((relative_name(settings, folder) or ".", f"cannot list folder: {exc.strerror}"))
+        return
+    for entry in entries:
+        if _is_hidden(entry.name):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if path == db_dir or rules.is_ignored(path, is_dir=True):
+                    continue
+                yield from _walk(path, rules, db_dir, found)
+                continue
+            if entry.is_symlink():
+                # Symlinked files are read through; symlinked folders are not walked (no loops).
+                target = path.resolve()
+                if not target.is_file():
+                    continue
+            if rules.is_ignored(path, is_dir=False):
+                continue
+            info = entry.stat(follow_symlinks=True)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        yield SourceFile(path=path, rel=relative_name(settings, path), size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
+    """The SourceFile for one path given by a person, or the reason it does not belong.
+
+    A path that no longer exists but sits inside a root comes back as a SourceFile
+    with size -1, so the caller can remove it from the index.
+    """
+    path = Path(os.path.expanduser(str(raw)))
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    path = Path(os.path.normpath(path))
+    try:
+        rel = path.relative_to(settings.root).as_posix()
+    except ValueError:
+        return f"{raw}: outside the notes root {settings.root}"
+    if not any(path == r or r in path.parents for r in settings.root_dirs):
+        return f"{raw}: outside the configured roots"
+    inner = path.relative_to(settings.root).parts
+    if any(_is_hidden(part) for part in inner):
+        return f"{raw}: hidden files and folders are not indexed"
+    if not path.name.lower().endswith(settings.extensions):
+        return f"{raw}: not a note type ({', '.join(settings.extensions)})"
+    if not path.exists():
+        return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)
+    if path.is_dir():
+        return f"{raw}: is a folder; give files, or run `brain index` for everything"
+    rules = IgnoreRules(settings)
+    folder = path.parent
+    while folder != settings.root and settings.root in folder.parents:
+        if rules.is_ignored(folder, is_dir=True):
+            return f"{raw}: ignored by an ignore rule"
+        folder = folder.parent
+    if rules.is_ignored(path, is_dir=False):
+        return f"{raw}: ignored by an ignore rule"
+    info = path.stat()
+    return SourceFile(path=path, rel=rel, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+# ---------------------------------------------------------------- extraction
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes to text: BOMs honoured, UTF-8 first, then cp1252, then Latin-1 (never fails)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if b"\x00" in data[:8192]:
+        raise ExtractionError("binary file (contains NUL bytes); remove it or add it to .brainignore")
+    for encoding in ("utf-8", "cp1252"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")
+
+
+def _normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
+    """Frontmatter parsed to a dict and replaced by blank lines (so line numbers hold)."""
+    import yaml
+
+    if not text.startswith("---\n"):
+        return text, {}, []
+    end = text.find("\n---", 3)
+    while end != -1 and text[end + 4 : end + 5] not in ("", "\n", " ", "\t"):
+        end = text.find("\n---", end + 4)
+    if end == -1:
+        return text, {}, []
+    block = text[4 : end + 1]
+    close = text.find("\n", end + 1)
+    close = len(text) if close == -1 else close
+    blank = "\n" * text[: close].count("\n")
+    body = blank + text[close:]
+    try:
+        data = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "parse error"
+        return body, {}, [f"frontmatter is not valid YAML ({first}); metadata ignored"]
+    if data is None:
+        return body, {}, []
+    if not isinstance(data, dict):
+        return body, {}, ["frontmatter is not a key: value mapping; metadata ignored"]
+    return body, _json_safe(data), []
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)  # dates and the like
+
+
+def _extract_pdf(data: bytes) -> ExtractedText:
+    import logging
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                if not reader.decrypt(""):
+                    raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy")
+            except ExtractionError:
+                raise
+            except Exception:
+                raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy") from None
+        pages = [(page.extract_text() or "") for page in reader.pages]
+    except ExtractionError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
+        raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
+    except Exception as exc:  # pypdf raises a wide range on damaged files
+        raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not any(p.strip() for p in pages):
+        raise ExtractionError("PDF has no extractable text (scanned images?); run OCR on it first")
+    lines: list[str] = []
+    page_starts: list[int] = []
+    for text in pages:
+        page_starts.append(len(lines) + 1)
+        page_lines = _normalise_newlines(text).split("\n")
+        lines.extend(page_lines)
+    meta = {"pages": len(pages)}
+    return ExtractedText(text="\n".join(lines), metadata=meta, page_starts=page_starts)
+
+
+def extract_bytes(name: str, data: bytes) -> ExtractedText:
+    """Text, metadata and page map of a file's bytes; raises ExtractionError with the reason."""
+    lower = name.lower()
+    if lower.endswith(".pdf"):
+        return _extract_pdf(data)
+    text = _normalise_newlines(decode_text(data))
+    if lower.endswith(MARKDOWN_EXTENSIONS):
+        body, meta, warnings = _split_frontmatter(text)
+        return ExtractedText(text=body, metadata=meta, warnings=warnings)
+    return ExtractedText(text=text)
+
+
+def read_source(path: Path, max_bytes: int) -> bytes:
+    """A file's bytes, refusing files over the size limit with a reason."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ExtractionError(
+                f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit; raise max_file_mb in brain.toml to index it"
+            )
+        return path.read_bytes()
+    except PermissionError:
+        raise ExtractionError("permission denied; make the file readable") from None
+    except OSError as exc:
+        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from None
+
+
+def pages_for_lines(page_starts: list[int], start_line: int, end_line: int) -> list[int]:
+    """1-based page numbers that lines start_line..end_line fall on."""
+    if not page_starts:
+        return []
+    pages = []
+    for index, first in enumerate(page_starts):
+        last = page_starts[index + 1] - 1 if index + 1 < len(page_starts) else float("inf")
+        if first <= end_line and last >= start_line:
+            pages.append(index + 1)
+    return pages

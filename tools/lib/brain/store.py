@@ -1,0 +1,453 @@
+"""Every SQL statement: schema, migrations, transactions and the writer lock.
+
+One SQLite file in WAL mode. `files` holds one row per indexed file, `chunks`
+its pieces with their vectors, `chunks_fts` an FTS5 index kept in sync by
+triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
+`meta` the model and chunking the vectors were made with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import BrainError
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    indexed_at TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{{}}',
+    status TEXT NOT NULL DEFAULT 'ok',
+    warning TEXT,
+    page_starts TEXT
+);
+CREATE INDEX IF NOT EXISTS files_hash ON files(hash);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    heading_path TEXT NOT NULL DEFAULT '',
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    pages TEXT,
+    embed_hash TEXT,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    heading_path, text, content='chunks', content_rowid='id', tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text, heading_path ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text);
+    INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
+END;
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (hash, model)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """A file as the index knows it."""
+
+    id: int
+    path: str
+    hash: str
+    size: int
+    mtime_ns: int
+    indexed_at: str
+    metadata: dict[str, Any]
+    status: str
+    warning: str | None
+    page_starts: list[int]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk, without its vector."""
+
+    id: int
+    file_id: int
+    seq: int
+    text: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    pages: list[int]
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """A chunk ready to be written."""
+
+    text: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    pages: list[int]
+    embed_hash: str | None
+    vector: bytes | None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _file_row(row: Sequence[Any]) -> FileRow:
+    return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
+                   json.loads(row[9]) if row[9] else [])
+
+
+_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts"
+
+
+def _check_foreign(path: Path) -> None:
+    """Refuse a file at the database path that is not an SQLite database of ours."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(b"SQLite format 3\x00"):
+        raise BrainError(f"{path} is not an SQLite database; move it away or set `database` in brain.toml to another path")
+    app_id = int.from_bytes(header[68:72], "big")
+    if app_id not in (0, APPLICATION_ID):
+        raise BrainError(f"{path} is an SQLite database of another program; set `database` in brain.toml to another path")
+
+
+class Store:
+    """One open index database."""
+
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
+        self.path = path
+        _check_foreign(path)
+        if not path.exists():
+            if not create:
+                raise BrainError(f"no index at {path}; run `brain index` first")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._ignore_in_git(path.parent)
+        try:
+            self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            self._prepare(readonly)
+        except sqlite3.DatabaseError as exc:
+            raise BrainError(f"{path} is damaged or not an index ({exc}); delete it and run `brain index` to rebuild") from None
+
+    @staticmethod
+    def _ignore_in_git(folder: Path) -> None:
+        # `.brain/` ignores itself, so the index never lands in the notes repo.
+        if folder.name == ".brain":
+            ignore = folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("*\n", encoding="utf-8")
+
+    def _prepare(self, readonly: bool) -> None:
+        conn = self.conn
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if app_id == 0 and tables:
+            raise BrainError(f"{self.path} is an SQLite database of another program; set `database` in brain.toml to another path")
+        if version > SCHEMA_VERSION:
+            raise BrainError(
+                f"{self.path} was written by a newer brain (schema {version}, this one reads {SCHEMA_VERSION}); upgrade brain-search"
+            )
+        conn.execute("PRAGMA foreign_keys = ON")
+        if readonly:
+            return
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if version < SCHEMA_VERSION:
+            with self.transaction():
+                for statement in _split_sql(_SCHEMA):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (Ctrl-C included)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ meta
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, items: dict[str, str]) -> None:
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(items.items()))
+
+    # ------------------------------------------------------------ files
+
+    def all_files(self) -> dict[str, FileRow]:
+        return {r[1]: _file_row(r) for r in self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files")}
+
+    def get_file(self, path: str) -> FileRow | None:
+        row = self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+        return _file_row(row) if row else None
+
+    def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
+        ids = list(set(ids))
+        out: dict[int, FileRow] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE id IN ({marks})", part):
+                out[r[0]] = _file_row(r)
+        return out
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        hash: str,
+        size: int,
+        mtime_ns: int,
+        metadata: dict[str, Any],
+        warning: str | None,
+        page_starts: list[int],
+        chunks: Sequence[NewChunk],
+    ) -> None:
+        """Swap in a file's new chunks in one transaction: never a mix of old and new."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+            values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
+                      json.dumps(page_starts) if page_starts else None)
+            if row:
+                file_id = row[0]
+                conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+                conn.execute(
+                    "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=? WHERE id=?",
+                    (*values, file_id),
+                )
+            else:
+                file_id = conn.execute(
+                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
+                    (path, *values),
+                ).lastrowid
+            conn.executemany(
+                "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                [
+                    (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line,
+                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector)
+                    for seq, c in enumerate(chunks)
+                ],
+            )
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size/mtime for a file whose content did not change."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int) -> None:
+        """Rename a file in place: its chunks and vectors are kept."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM files WHERE path = ?", (new,))
+            conn.execute("UPDATE files SET path=?, size=?, mtime_ns=?, indexed_at=? WHERE path=?", (new, size, mtime_ns, _now(), old))
+
+    def remove_files(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            with self.transaction() as conn:
+                conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    # ------------------------------------------------------------ embedding cache
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for start in range(0, len(hashes), 500):
+            part = list(hashes[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for h, vector in self.conn.execute(
+                f"SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN ({marks})", (model, *part)
+            ):
+                found[h] = vector
+        return found
+
+    def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.transaction() as conn:
+            now = _now()
+            conn.executemany(
+                "INSERT OR IGNORE INTO embedding_cache(hash, model, vector, created_at) VALUES (?,?,?,?)",
+                [(h, model, v, now) for h, v in items],
+            )
+
+    # ------------------------------------------------------------ reading for search
+
+    def bm25(
+        self,
+        match: str,
+        limit: int,
+        *,
+        chunk_ids: Sequence[int] | None = None,
+        file_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) best first; scores are positive, bigger is better.
+
+        FTS5's bm25() is negative (smaller is better), so it is negated here, once.
+        """
+        sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+        params: list[Any] = [match]
+        for column, values in (("rowid", chunk_ids), ("file_id", file_ids)):
+            if values is None:
+                continue
+            if not values:
+                return []
+            marks = ",".join("?" * len(values))
+            if column == "rowid":
+                sql += f" AND rowid IN ({marks})"
+            else:
+                sql += f" AND rowid IN (SELECT id FROM chunks WHERE file_id IN ({marks}))"
+            params.extend(values)
+        sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
+        params.append(limit)
+        try:
+            return [(r[0], float(r[1])) for r in self.conn.execute(sql, params)]
+        except sqlite3.OperationalError as exc:
+            raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
+
+    def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, file ids, vectors) of every embedded chunk; vectors as one float32 matrix."""
+        rows = self.conn.execute("SELECT id, file_id, vector FROM chunks WHERE vector IS NOT NULL ORDER BY id").fetchall()
+        if not rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros((0, dim), dtype=np.float32)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        file_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return ids, file_ids, matrix
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: tells a warm process to reload."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
+        out: dict[int, bytes] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for cid, vector in self.conn.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks}) AND vector IS NOT NULL", part):
+                out[cid] = vector
+        return out
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        ids = list(set(int(i) for i in ids))
+        out: dict[int, ChunkRow] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT id, file_id, seq, text, heading_path, start_line, end_line, pages FROM chunks WHERE id IN ({marks})", part
+            ):
+                out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
+        return out
+
+    def file_chunks(self, file_id: int) -> list[ChunkRow]:
+        rows = self.conn.execute(
+            "SELECT id, file_id, seq, text, heading_path, start_line, end_line, pages FROM chunks WHERE file_id=? ORDER BY seq",
+            (file_id,),
+        )
+        return [ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else []) for r in rows]
+
+    # ------------------------------------------------------------ stats
+
+    def counts(self) -> dict[str, int]:
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "files": one("SELECT count(*) FROM files"),
+            "chunks": one("SELECT count(*) FROM chunks"),
+            "embedded_chunks": one("SELECT count(*) FROM chunks WHERE vector IS NOT NULL"),
+            "cache_entries": one("SELECT count(*) FROM embedding_cache"),
+        }
+
+    def largest_files(self, limit: int = 5) -> list[tuple[str, int]]:
+        return list(self.conn.execute(
+            "SELECT f.path, count(c.id) AS n FROM files f JOIN chunks c ON c.file_id = f.id"
+            " GROUP BY f.id ORDER BY n DESC, f.path LIMIT ?", (limit,)))
+
+    def checkpoint(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of a schema script; trigger bodies keep their inner semicolons."""
+    statements: list[str] = []
+    current: list[str] = []
+    for line in script.strip().splitlines():
+        current.append(line)
+        text = "\n".join(current).strip()
+        if sqlite3.complete_statement(text):
+            statements.append(text)
+            current = []
+    return statements
+
+
+@contextlib.contextmanager
+def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
+    """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait."""
+    import fcntl
+
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = db_path.with_name(db_path.name + ".lock")
+    handle = open(lock_path, "a+")
+    deadline = time.monotonic() + wait_seconds
+    try:
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BrainError(f"another brain process is writing {db_path} for over {wait_seconds:.0f}s; try again later") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
