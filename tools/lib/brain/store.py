@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,9 +25,11 @@ from .errors import BrainError
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"  # for an index created without naming one
+# Tokenizers an index may be built with; the query goes through the same one.
+FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
@@ -35,7 +38,7 @@ CREATE TABLE IF NOT EXISTS files (
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     indexed_at TEXT NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{{}}',
+    metadata TEXT NOT NULL DEFAULT '{}',
     status TEXT NOT NULL DEFAULT 'ok',
     warning TEXT,
     page_starts TEXT
@@ -55,7 +58,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    heading_path, text, content='chunks', content_rowid='id', tokenize='{FTS_TOKENIZER}'
+    heading_path, text, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
@@ -148,8 +151,12 @@ def _check_foreign(path: Path) -> None:
 class Store:
     """One open index database."""
 
-    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None) -> None:
+        """Open (or create) the index at `path`; `tokenizer` is used only when the FTS table is created."""
         self.path = path
+        self.tokenizer = tokenizer or FTS_TOKENIZER
+        if self.tokenizer not in FTS_TOKENIZERS:
+            raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
         _check_foreign(path)
         if not path.exists():
             if not create:
@@ -190,8 +197,9 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                for statement in _split_sql(_SCHEMA):
+                for statement in _split_sql(_SCHEMA.replace("__TOKENIZER__", self.tokenizer)):
                     conn.execute(statement)
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.tokenizer,))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -220,6 +228,26 @@ class Store:
     def set_meta(self, items: dict[str, str]) -> None:
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(items.items()))
+
+    def fts_tokenizer(self) -> str:
+        """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+        found = re.search(r"tokenize\s*=\s*'([^']*)'", row[0] if row else "")
+        return found.group(1) if found else FTS_TOKENIZER
+
+    def import_embedding_cache(self, other: Path) -> int:
+        """Copy the cached vectors of another index into this one; returns how many this one gained."""
+        before = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        try:
+            self.conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+            with self.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM other.embedding_cache")
+        except sqlite3.Error:
+            return 0  # an unreadable other index only costs re-embedding
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("DETACH DATABASE other")
+        return self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] - before
 
     # ------------------------------------------------------------ files
 
