@@ -172,10 +172,11 @@ def test_tokenizer_change_rebuilds_the_keyword_index(tmp_path: Path) -> None:
     """A changed FTS tokenizer never leaves a stale index: the next scan rebuilds, vectors come from the cache."""
     root = tmp_path / "notes"
     write(root, {"a.md": "# Runs\n\nShe runs every morning before work.\n", "b.md": "# Other\n\nA note about tea.\n"})
+    write(root, {"brain.toml": '[search]\nfts_tokenizer = "unicode61 remove_diacritics 2"\n'})
     brain = Brain(root)
     brain.index()
-    assert "a.md" not in _paths(brain.search("running", mode="bm25"))  # no stemming yet
-    write(root, {"brain.toml": '[search]\nfts_tokenizer = "porter unicode61 remove_diacritics 2"\n'})
+    assert "a.md" not in _paths(brain.search("running", mode="bm25"))  # no stemming
+    (root / "brain.toml").unlink()  # back to the default: porter stemming
     brain = Brain(root)
     report = brain.index()
     assert report.rebuilt and report.chunks_embedded == 0  # re-tokenized, not re-embedded
@@ -190,3 +191,18 @@ def test_tokenizer_change_rebuilds_the_keyword_index(tmp_path: Path) -> None:
     assert _paths(brain.search("running", mode="bm25"))[0] == "a.md"
     assert _paths(brain.search("C++ \"AND\" * #", mode="bm25", limit=3)) is not None  # still safe
     assert brain.index().rebuilt is False  # unchanged settings: no second rebuild
+
+
+def test_vector_weight_shrinks_when_the_vector_half_cannot_tell_candidates_apart() -> None:
+    from brain.search import effective_weight, vector_spread
+
+    flat = Candidates(use_keyword=True, use_vector=True, ids=list(range(12)),
+                      cosine={i: 0.60 - 0.005 * i for i in range(12)})  # 1st − 10th = 0.045
+    sharp = Candidates(use_keyword=True, use_vector=True, ids=list(range(12)),
+                       cosine={i: 0.70 - 0.03 * i for i in range(12)})  # 1st − 10th = 0.27
+    assert vector_spread(flat) == pytest.approx(0.045)
+    assert effective_weight(flat, 0.6, 0.1) == pytest.approx(0.6 * 0.45)
+    assert effective_weight(sharp, 0.6, 0.1) == pytest.approx(0.6)
+    assert effective_weight(flat, 0.6, 0.0) == pytest.approx(0.6)  # 0 turns the scaling off
+    tiny = Candidates(use_keyword=True, use_vector=True, ids=[1, 2], cosine={1: 0.5, 2: 0.3})
+    assert vector_spread(tiny) == pytest.approx(0.2)  # fewer than 10 candidates: the last one counts

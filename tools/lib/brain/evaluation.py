@@ -439,6 +439,7 @@ def evaluate(
         settings={
             "fusion": values["search.fusion"],
             "vector_weight": weight,
+            "vector_spread": values["search.vector_spread"],
             "candidates": values["search.candidates"],
             "fts_tokenizer": values["search.fts_tokenizer"],
             "chunk_chars": values["chunking.chunk_chars"],

@@ -47,7 +47,13 @@ def _explain_lines(hit: Any) -> list[str]:
     fmt = lambda v: "—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
     pool = lambda d: ", ".join(f"{k} {fmt(v)}" for k, v in d.items())  # noqa: E731
     fusion = f"fusion {e['fusion']}: " if e.get("fusion") else ""
-    lines = [f"   how: {fusion}{e.get('formula')}; weights {e.get('weights')}; {e.get('candidates')} candidate chunks"]
+    w = e.get("weights", {})
+    if "vector_asked" in w:
+        scaled = "" if w["vector"] == w["vector_asked"] else f", scaled from {fmt(w['vector_asked'])}"
+        weights = f"vector {fmt(w['vector'])} (spread {fmt(w['vector_spread'])}{scaled}), keyword {fmt(w['keyword'])}"
+    else:
+        weights = ", ".join(f"{k} {fmt(v)}" for k, v in w.items())
+    lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]
     if vec.get("normalised") is not None:
         extra = f" [pool {pool(vec['pool'])}]" if vec.get("pool") else ""
         lines.append(f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} (rank {fmt(vec.get('rank'))}){extra}")
@@ -118,7 +124,7 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     index = report.index
     head = (
         f"{report.collection}{split}: {report.queries} queries, {report.documents} documents; "
-        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']}, candidates {cfg['candidates']}, "
+        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread {cfg.get('vector_spread')}), candidates {cfg['candidates']}, "
         f"tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
     )
     tail = (

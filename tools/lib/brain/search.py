@@ -137,6 +137,7 @@ def sources_fold(text: str) -> str:
 
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
+SPREAD_RANK = 10  # vector spread = cosine of the best candidate minus that of the 10th
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
@@ -206,6 +207,26 @@ def _normaliser(method: str, values: list[float], floor_zero: bool) -> tuple[Any
     return (lambda x: min(max(x, 0.0), 1.0)), {}
 
 
+def vector_spread(candidates: Candidates) -> float:
+    """How sharply the vector half separates its best candidate: cosine of the 1st minus the 10th."""
+    top = sorted(candidates.cosine.values(), reverse=True)
+    return top[0] - top[min(SPREAD_RANK, len(top)) - 1] if top else 0.0
+
+
+def effective_weight(candidates: Candidates, vector_weight: float, full_spread: float) -> float:
+    """The vector weight for this query: `vector_weight` scaled down when the vector half barely discriminates.
+
+    A model reading a language it was not trained on (all-MiniLM-L6-v2 on
+    Italian) gives nearly flat cosines: its 1st and 10th candidates differ by
+    half as much as on English. Trusting it at full weight then loses to BM25
+    alone; scaling its weight by spread / full_spread (capped at 1) keeps it
+    whole where it discriminates. 0 turns the scaling off.
+    """
+    if full_spread <= 0:
+        return vector_weight
+    return vector_weight * min(1.0, vector_spread(candidates) / full_spread)
+
+
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
     """Score every candidate chunk; the result depends on the candidate set only, never on a limit.
 
@@ -246,10 +267,13 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
     return out
 
 
-def _explain(part: Fused, candidates: Candidates, cid: int, row: ChunkRow, mode: str, method: str, weight: float) -> dict[str, Any]:
+def _explain(
+    part: Fused, candidates: Candidates, cid: int, row: ChunkRow, mode: str, method: str, weight: float, asked: float
+) -> dict[str, Any]:
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
-        weights = {"vector": weight, "keyword": round(1 - weight, 4)}
+        weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
+                   "vector_spread": round(vector_spread(candidates), 4)}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -340,6 +364,7 @@ class Searcher:
         if limit < 1:
             raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
         weight = float(self.settings["search.vector_weight"] if vector_weight is None else vector_weight)
+        asked_weight = weight
         if not 0.0 <= weight <= 1.0:
             raise BrainError(f"vector weight must be between 0 and 1, got {weight}", usage=True)
         method = str(self.settings["search.fusion"] if fusion is None else fusion)
@@ -358,6 +383,7 @@ class Searcher:
         # for fewer results never changes which file comes first.
         pool = max(int(self.settings["search.candidates"]), limit)
         candidates = self._candidates(query, match, mode, pool, allowed)
+        weight = effective_weight(candidates, weight, float(self.settings["search.vector_spread"])) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Ties break by chunk id so the order never depends on the result count.
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
@@ -402,7 +428,7 @@ class Searcher:
                 heading_path=row.heading_path,
                 pages=row.pages,
                 chunk_id=cid,
-                explain=_explain(part, candidates, cid, row, mode, method, weight),
+                explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
             )
             hits.append(hit)
             if len(hits) >= limit:

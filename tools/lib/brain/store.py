@@ -25,7 +25,7 @@ from .errors import BrainError
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"  # for an index created without naming one
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # for an index created without naming one
 # Tokenizers an index may be built with; the query goes through the same one.
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 
