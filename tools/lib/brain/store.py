@@ -199,7 +199,8 @@ class Store:
             with self.transaction():
                 for statement in _split_sql(_SCHEMA.replace("__TOKENIZER__", self.tokenizer)):
                     conn.execute(statement)
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.tokenizer,))
+                # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
