@@ -68,7 +68,30 @@ def build_parser() -> argparse.ArgumentParser:
     _common(setter)
     setter.add_argument("key")
     setter.add_argument("value")
+    _add_front_door_commands(commands)
     return parser
+
+
+def _add_front_door_commands(commands: Any) -> None:
+    """`brain claude install`, `brain mcp`, `brain serve`: the doors for agents and programs."""
+    p = commands.add_parser("claude", help="Claude Code integration (the /memory-search slash command)")
+    _common(p)
+    claude_commands = p.add_subparsers(dest="claude_command", metavar="ACTION", parser_class=_Parser)
+    claude_commands.required = True
+    install = claude_commands.add_parser("install", help="write .claude/commands/memory-search.md into the notes folder")
+    _common(install)
+    install.add_argument("--force", action="store_true", help="replace a different existing memory-search.md")
+    install.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("mcp", help="serve the notes to MCP clients (Claude Code, Claude Desktop) over stdio")
+    _common(p)
+
+    p = commands.add_parser("serve", help="serve the notes over HTTP (JSON API, OpenAPI docs at /docs)")
+    _common(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need BRAIN_HTTP_TOKEN)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH", help="also serve this notes folder at /c/NAME/ (repeatable)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="another Host name clients use to reach the server")
 
 
 def _brain(args: argparse.Namespace, progress: bool = False) -> Any:
@@ -131,7 +154,44 @@ def _run(args: argparse.Namespace) -> int:
         value = brain.config_set(args.key, args.value)
         print(f"{args.key} = {value!r}")
         return EXIT_OK
+    if args.command in ("claude", "mcp", "serve"):
+        return _run_front_door(args)
     raise BrainError(f"unknown command {args.command!r}", usage=True)
+
+
+def _run_front_door(args: argparse.Namespace) -> int:
+    import os
+
+    from . import render
+    from .config import find_root
+
+    root = getattr(args, "root", None)
+    if args.command == "claude":
+        from .claude_command import install
+
+        result = install(find_root(root), force=args.force)
+        print(render.as_json(result.to_dict()) if args.json else f"{result.action}: {result.path}")
+        return EXIT_OK
+
+    from .served import DEFAULT_CORPUS, Corpora, parse_corpus
+
+    # The --root folder (or BRAIN_ROOT, or the one around the cwd) is the default corpus,
+    # unless only --corpus folders are named: then the first of them is.
+    corpora = Corpora()
+    named = [parse_corpus(text) for text in getattr(args, "corpus", [])]
+    if root is not None or os.environ.get("BRAIN_ROOT") or not named:
+        corpora.add(DEFAULT_CORPUS, find_root(root), getattr(args, "config", None), default=True)
+    for name, path in named:
+        corpora.add(name, path)
+    if args.command == "mcp":
+        from .mcp_server import serve_stdio
+
+        serve_stdio(corpora.default)
+        return EXIT_OK
+    from .http_server import serve
+
+    serve(corpora, host=args.host, port=args.port, allow_hosts=args.allow_host)
+    return EXIT_OK
 
 
 if __name__ == "__main__":
