@@ -134,8 +134,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
             raise ValueError
         return value
     except (ValueError, KeyError, TypeError):
-        kind = type(default).__name__
-        raise BrainError(f"{source}: {key} must be a {kind}, got {value!r}") from None
+        kind = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings"}.get(type(default), "a string")
+        raise BrainError(f"{source}: {key} must be {kind}, got {value!r}") from None
 
 
 def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:

@@ -254,6 +254,9 @@ class Embedder:
         return self.count_tokens
 
     def _load_model(self) -> Any:
+        if self.source.folder is None and os.environ.get("HF_HUB_OFFLINE") != "0":
+            # Never wait on the network by surprise: downloading is opt-in.
+            raise self._missing("not in the local model cache; to download it once, run with HF_HUB_OFFLINE=0 on a machine with internet")
         key = (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
         if self._model is None and key in _LOADED:
             self._model = _LOADED[key]
@@ -324,7 +327,7 @@ class Embedder:
         return self.encode_documents([text])[0]
 
     def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
-        """Vectors for texts, reusing cached ones; returns (vectors, cache hits). New ones are cached."""
+        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached."""
         hashes = [text_hash(t) for t in texts]
         found = cache.cached_vectors(self.identity, list(set(hashes)))
         missing = [i for i, h in enumerate(hashes) if h not in found]
@@ -342,4 +345,4 @@ class Embedder:
         out = np.empty((len(texts), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = np.frombuffer(by_hash[h], dtype=np.float32)
-        return out, len(texts) - len(missing)
+        return out, len(texts) - len(unique)
