@@ -177,6 +177,8 @@ def test_token_is_required_when_set(indexed_example: Path) -> None:
     with http_server("--root", str(indexed_example), env={"BRAIN_HTTP_TOKEN": token}) as running:
         with httpx.Client(base_url=running.url) as http:
             assert http.get("/health").status_code == 200  # touches no notes: open for probes
+            spec = http.get("/openapi.json").json()  # the docs stay readable and offer "Authorize"
+            assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
             missing = http.post("/search", json={"query": "nginx"})
             assert missing.status_code == 401 and missing.json()["field"] == "Authorization"
             assert "bearer" in missing.headers["www-authenticate"].lower()

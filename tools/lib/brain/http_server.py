@@ -32,6 +32,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
@@ -200,6 +201,9 @@ def build_app(
     token: str | None = None,
 ) -> Any:
     """The FastAPI application serving `corpora`, wrapped in the SecurityGate."""
+    # With a token, the docs show an "Authorize" button; the SecurityGate does the checking.
+    bearer = [Depends(HTTPBearer(auto_error=False, description=f"the value of {TOKEN_ENV}"))] if token else []
+
     app = FastAPI(
         title="brain",
         version=__version__,
@@ -227,7 +231,7 @@ def build_app(
         """Is the server up (no token needed, touches no notes)."""
         return {"status": "ok", "version": __version__}
 
-    @app.get("/corpora", tags=["server"])
+    @app.get("/corpora", tags=["server"], dependencies=bearer)
     async def list_corpora() -> dict[str, Any]:
         """The notes folders this server serves, and which one answers at the unprefixed paths."""
         return {
@@ -236,7 +240,7 @@ def build_app(
         }
 
     def routes(resolve: Callable[..., ServedCorpus], prefix_tag: str) -> APIRouter:
-        router = APIRouter(tags=[prefix_tag])
+        router = APIRouter(tags=[prefix_tag], dependencies=bearer)
         Corpus = Depends(resolve)
 
         def blame(request: Request, field: str) -> None:
