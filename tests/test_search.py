@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from brain import Brain
+from brain.config import load_settings
 from brain.errors import BrainError
 from brain.search import fts_match
 from conftest import write
@@ -144,8 +145,14 @@ def test_results_follow_the_files_on_disk(tmp_path: Path) -> None:
 
 
 def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> None:
+    from brain.embeddings import Embedder
+
+    settings = load_settings(brain.root)
     texts = ["progetti Laravel per la clinica", "nginx SSL certificate renewal", "x " * 400]
-    for text in texts:
-        light = brain.embedder.encode_query(text)
-        full = brain.embedder.encode_documents([text])[0]
-        assert float(np.dot(light, full)) > 0.99999
+    for precision, agreement in (("float32", 0.99999), ("bfloat16", 0.9995)):
+        settings.values["embedding.precision"] = precision
+        documents = Embedder(settings)
+        for text in texts:
+            light = documents.encode_query(text)
+            full = documents.encode_documents([text])[0]
+            assert float(np.dot(light, full)) > agreement, (precision, text[:20])
