@@ -135,7 +135,7 @@ def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:
 
 def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     # Many files so the scan is surely mid-way when killed.
-    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 30 for i in range(300)})
+    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 4 for i in range(300)})
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
     proc = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(tmp_path), "index"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

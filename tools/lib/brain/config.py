@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "embedding.model": BUNDLED_MODEL,
     "embedding.device": "cpu",
     "embedding.batch_size": 32,
+    "embedding.precision": "auto",
     "chunking.chunk_chars": 1600,
     "chunking.overlap_chars": 320,
     "chunking.max_tokens": 0,
@@ -150,6 +151,8 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
     def bad(key: str, rule: str) -> BrainError:
         return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
 
+    if values["embedding.precision"] not in ("auto", "float32", "bfloat16"):
+        raise bad("embedding.precision", "must be auto, float32 or bfloat16")
     if values["search.mode"] not in SEARCH_MODES:
         raise bad("search.mode", "must be one of hybrid, bm25, vector")
     if not 0.0 <= values["search.vector_weight"] <= 1.0:

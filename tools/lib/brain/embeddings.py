@@ -175,6 +175,19 @@ def _light_encoder_fits(folder: Path) -> bool:
     )
 
 
+def _native_bfloat16() -> bool:
+    """True when the CPU has bfloat16 instructions (AVX512-BF16 or AMX), read without importing torch."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
 def text_hash(text: str) -> str:
     import hashlib
 
@@ -196,7 +209,7 @@ class Embedder:
         self._tokenizer: Any = None
         self._light: NumpyBert | None = None
         self._max_tokens: int | None = None
-        self.precision = "float32"
+        self._precision: str | None = None
 
     @property
     def identity(self) -> str:
@@ -295,19 +308,39 @@ class Embedder:
                 pass
         return int(self._load_model().get_sentence_embedding_dimension())
 
+    @property
+    def precision(self) -> str:
+        """float32, or bfloat16 where the processor computes it natively (`embedding.precision = auto`).
+
+        bfloat16 roughly doubles document encoding speed on such processors while
+        vectors stay within cosine 0.9999 of float32 (checked by a test and the benchmark).
+        """
+        if self._precision is None:
+            wanted = str(self.settings["embedding.precision"])
+            if wanted == "auto":
+                wanted = "bfloat16" if _native_bfloat16() else "float32"
+            self._precision = wanted
+        return self._precision
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 vectors for chunk texts (torch, batched)."""
+        """Normalised float32 vectors for chunk texts (torch, batched, longest first)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load_model()
-        vectors = model.encode(
-            list(texts),
+        options = dict(
             batch_size=int(self.settings["embedding.batch_size"]),
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        if self.precision == "bfloat16" and str(self.settings["embedding.device"]) == "cpu":
+            import torch
+
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                vectors = np.asarray(model.encode(list(texts), **options), dtype=np.float32)
+            # Normalise again in float32: bfloat16 rounding leaves norms a hair off 1.
+            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return np.asarray(model.encode(list(texts), **options), dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised vector of one query, without torch when the light encoder fits."""

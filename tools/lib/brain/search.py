@@ -343,10 +343,12 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = (path_prefix or "").replace("\\", "/").lstrip("./") if path_prefix else ""
+        prefix = (path_prefix or "").replace("\\", "/").strip()
+        while prefix.startswith("./"):
+            prefix = prefix[2:]
         allowed: set[int] = set()
         for row in self.store.all_files().values():
-            if prefix and not (row.path == prefix or row.path.startswith(prefix.rstrip("/") + "/") or row.path.startswith(prefix)):
+            if not row.path.startswith(prefix):
                 continue
             if all(f.matches(row.metadata) for f in filters):
                 allowed.add(row.id)

@@ -156,12 +156,15 @@ class Store:
 
     def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = path
-        _check_foreign(path)
-        if not path.exists():
-            if not create:
-                raise BrainError(f"no index at {path}; run `brain index` first")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._ignore_in_git(path.parent)
+        try:
+            _check_foreign(path)
+            if not path.exists():
+                if not create:
+                    raise BrainError(f"no index at {path}; run `brain index` first")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._ignore_in_git(path.parent)
+        except OSError as exc:
+            raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
         try:
             self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA busy_timeout = 30000")
@@ -461,9 +464,12 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
     """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait."""
     import fcntl
 
-    db_path.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db_path.with_name(db_path.name + ".lock")
-    handle = open(lock_path, "a+")
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")
+    except OSError as exc:
+        raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None
     deadline = time.monotonic() + wait_seconds
     try:
         while True:
