@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .config import DEFAULTS, Settings, find_root, load_settings, set_value
 from .embeddings import Embedder
 from .errors import BrainError
+from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
 from .store import Store
+from .texts import TextReader, add_excerpts
+
+if TYPE_CHECKING:
+    from .ask import AskResult
 
 
 class Brain:
@@ -57,9 +62,57 @@ class Brain:
             self._searcher = Searcher(self.settings, self.embedder)
         return self._searcher
 
-    def search(self, query: str, **options: Any) -> SearchResponse:
-        """Files that talk about `query`; see Searcher.search for the options."""
-        return self.searcher.search(query, **options)
+    def search(self, query: str, *, excerpt_chars: int | None = None, **options: Any) -> SearchResponse:
+        """Files that talk about `query`; see Searcher.search for the options.
+
+        `excerpt_chars`: each hit also carries the relevant excerpt (about that
+        many characters) of the file as it is now, and `content_len`.
+        """
+        response = self.searcher.search(query, **options)
+        if excerpt_chars is not None:
+            with _open(self.settings, create=False) as store:
+                add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
+        return response
+
+    # ------------------------------------------------------------ long files and exact lookups
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        file: str | None = None,
+        context: int = 0,
+        limit: int = DEFAULT_LIMIT,
+        case_sensitive: bool = False,
+    ) -> GrepResponse:
+        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `file`)."""
+        with _open(self.settings, create=False) as store:
+            return grep(TextReader(self.settings, store), pattern, file=file, context=context, limit=limit,
+                        case_sensitive=case_sensitive)
+
+    def get_file(self, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
+        """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end)."""
+        with _open(self.settings, create=False) as store:
+            return read_range(TextReader(self.settings, store), path, offset=offset, length=length)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        budget: int | None = None,
+        max_files: int | None = None,
+        model: str | None = None,
+        show_prompt: bool = False,
+        on_token: Callable[[str], None] | None = None,
+        **search_options: Any,
+    ) -> AskResult:
+        """Answer `question` from the notes with one language-model call (see brain.ask)."""
+        from .ask import ask
+
+        with _open(self.settings, create=False) as store:
+            return ask(self.settings, TextReader(self.settings, store), self.search, question, budget=budget,
+                       max_files=max_files, model=model, show_prompt=show_prompt, on_token=on_token,
+                       search_options=search_options)
 
     # ------------------------------------------------------------ facts
 
@@ -103,10 +156,10 @@ class Brain:
 
 
 class _open:
-    """`with _open(settings) as store`: a Store that is closed afterwards."""
+    """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.store = Store(settings.database_path)
+    def __init__(self, settings: Settings, *, create: bool = True) -> None:
+        self.store = Store(settings.database_path, create=create)
 
     def __enter__(self) -> Store:
         return self.store

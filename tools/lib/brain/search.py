@@ -42,11 +42,17 @@ class SearchHit:
     pages: list[int] = field(default_factory=list)
     chunk_id: int = 0
     explain: dict[str, Any] | None = None
+    # Only with `excerpt_chars`: the relevant excerpt of the current file and its full length.
+    excerpt: str | None = None
+    content_len: int | None = None
 
-    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+    def to_dict(self, explain: bool = False, excerpts: bool = False) -> dict[str, Any]:
         data = asdict(self)
         if not explain:
             data.pop("explain")
+        if not excerpts and self.content_len is None:  # without excerpts the JSON keeps its exact shape
+            data.pop("excerpt")
+            data.pop("content_len")
         return data
 
 
@@ -59,15 +65,20 @@ class SearchResponse:
     results: list[SearchHit]
     dropped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    excerpt_chars: int | None = None  # set when hits carry excerpts
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
-        return {
+        excerpts = self.excerpt_chars is not None
+        data = {
             "query": self.query,
             "mode": self.mode,
-            "results": [hit.to_dict(explain) for hit in self.results],
+            "results": [hit.to_dict(explain, excerpts) for hit in self.results],
             "dropped": self.dropped,
             "seconds": round(self.seconds, 4),
         }
+        if excerpts:
+            data["excerpt_chars"] = self.excerpt_chars
+        return data
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import BrainError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: extracted_text (PDF text by content hash)
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -74,6 +74,12 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
     created_at TEXT NOT NULL,
     PRIMARY KEY (hash, model)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS extracted_text (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    page_starts TEXT,
+    created_at TEXT NOT NULL
+);
 """
 
 
@@ -319,6 +325,28 @@ class Store:
                 "INSERT OR IGNORE INTO embedding_cache(hash, model, vector, created_at) VALUES (?,?,?,?)",
                 [(h, model, v, now) for h, v in items],
             )
+
+    # ------------------------------------------------------------ extracted text (PDFs)
+    # Extracting a PDF costs tens of milliseconds per page, so grep, get and ask
+    # read the text of an unchanged PDF from here, keyed by the sha-256 of its bytes.
+
+    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
+        """(text, page_starts) stored for a file content hash, or None."""
+        row = self.conn.execute("SELECT text, page_starts FROM extracted_text WHERE hash = ?", (hash,)).fetchone()
+        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+
+    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+        """Remember the text extracted from the file content with this hash."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO extracted_text(hash, text, page_starts, created_at) VALUES (?,?,?,?)",
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()),
+            )
+
+    def prune_extracted_text(self) -> int:
+        """Forget texts no indexed file has any more; returns how many went."""
+        with self.transaction() as conn:
+            return conn.execute("DELETE FROM extracted_text WHERE hash NOT IN (SELECT hash FROM files)").rowcount
 
     # ------------------------------------------------------------ reading for search
 
