@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import sys
 from typing import Any, Sequence
 
@@ -83,6 +86,40 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("stats", help="what the index holds")
     _common(p)
     p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("status", help="how fresh the index is: stale, missing, orphaned files; commits; rebuilds")
+    _common(p)
+    p.add_argument("--verify", action="store_true", help="hash every file instead of comparing size and time")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = commands.add_parser("sync", help="catch the index up with git: re-index what changed since the last indexed commit")
+    _common(p)
+    p.add_argument("--hook", default=None, metavar="NAME", help="run as the git hook NAME (one log line; merges with a waiting run)")
+    p.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)  # the hook's background run: own session
+    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    p = commands.add_parser("hooks", help="install or remove the git hooks that keep the index fresh")
+    _common(p)
+    hook_commands = p.add_subparsers(dest="hooks_command", metavar="ACTION", parser_class=_Parser)
+    hook_commands.required = True
+    install = hook_commands.add_parser("install", help="install post-commit, post-merge, post-rewrite and post-checkout")
+    _common(install)
+    install.add_argument("--sync", action="store_true", help="re-index in the foreground (git waits) instead of in the background")
+    install.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
+    install.add_argument("--json", action="store_true")
+    uninstall = hook_commands.add_parser("uninstall", help="remove brain's hooks and restore the ones they replaced")
+    _common(uninstall)
+    uninstall.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
+    uninstall.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("watch", help="re-index notes as they are saved (runs until Ctrl-C)")
+    _common(p)
+    p.add_argument("--debounce", type=float, default=1.5, metavar="SECONDS", help="quiet time before a burst of writes is indexed (default 1.5)")
+
+    p = commands.add_parser("schedule", help="rebuild the index every night (runs until Ctrl-C)")
+    _common(p)
+    p.add_argument("--at", default="03:00", metavar="HH:MM", help="local time of the daily rebuild (default 03:00)")
+    p.add_argument("--once", action="store_true", help="rebuild once now, log it like a scheduled run, and exit")
 
     p = commands.add_parser("config", help="show or change settings")
     _common(p)
@@ -207,6 +244,38 @@ def _run(args: argparse.Namespace) -> int:
         data = _brain(args).stats()
         print(render.as_json(data) if args.json else render.stats_text(data))
         return EXIT_OK
+    if args.command == "status":
+        status = _brain(args).status(verify=args.verify)
+        print(render.as_json(status.to_dict()) if args.json else render.status_text(status))
+        return EXIT_OK if status.clean else EXIT_FAILURE
+    if args.command == "sync":
+        return _sync(args)
+    if args.command == "hooks":
+        brain = _brain(args)
+        if args.hooks_command == "install":
+            actions = brain.install_hooks(mode="sync" if args.sync else "background", names=args.hook)
+        else:
+            actions = brain.uninstall_hooks(names=args.hook)
+        print(render.as_json([a.to_dict() for a in actions]) if args.json else render.hook_actions_text(actions))
+        return EXIT_OK
+    if args.command == "watch":
+        brain = _brain(args)
+        if args.debounce < 0:
+            raise BrainError(f"--debounce {args.debounce} must be ≥ 0 seconds", usage=True)
+        watcher = brain.watcher(debounce=args.debounce)
+        log_path = _log_to(brain.settings.root, "watch")
+        logging.getLogger("brain.watch").info(
+            "watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
+        watcher.run()
+        return EXIT_OK
+    if args.command == "schedule":
+        brain = _brain(args)
+        nightly = brain.nightly(at=args.at)
+        _log_to(brain.settings.root, "schedule")
+        if args.once:
+            return EXIT_OK if nightly.run_once() else EXIT_FAILURE
+        nightly.run()
+        return EXIT_OK
     if args.command == "config":
         brain = _brain(args)
         if args.config_command == "show":
@@ -288,6 +357,55 @@ def _ask(args: argparse.Namespace) -> int:
         sent = ", ".join(s.path for s in result.sources)
         sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
     return EXIT_OK
+
+
+def _log_to(root: Any, name: str) -> Any:
+    """Log brain.<name> to stderr and to <root>/.brain/<name>.log, one timestamped line per event."""
+    import logging
+
+    folder = root / ".brain"
+    folder.mkdir(exist_ok=True)
+    if not (folder / ".gitignore").exists():
+        (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+    path = folder / f"{name}.log"
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
+    logger = logging.getLogger(f"brain.{name}")
+    logger.setLevel(logging.INFO)
+    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(path, encoding="utf-8")):
+        handler.setFormatter(formatter)
+        logger.addHandler(handler)
+    return path
+
+
+def _sync(args: argparse.Namespace) -> int:
+    """`brain sync`; as a hook (--hook) every outcome, errors included, is one timestamped log line on stdout."""
+    import time
+
+    from . import render
+
+    if args.detach:
+        with contextlib.suppress(OSError):
+            os.setsid()  # leave git's session: no terminal signal reaches the background run
+    try:
+        brain = _brain(args)
+        report = brain.sync(hook=args.hook, queue=bool(args.hook))
+    except BaseException as exc:
+        if not args.hook:
+            raise
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if isinstance(exc, BrainError):
+            print(f"{when} {args.hook}: failed: {exc}", flush=True)
+        else:
+            import traceback
+
+            print(f"{when} {args.hook}: failed: {type(exc).__name__}: {exc}\n{traceback.format_exc().rstrip()}", flush=True)
+        return EXIT_FAILURE
+    print(render.as_json(report.to_dict()) if args.json else render.sync_text(report), flush=True)
+    if args.hook:
+        from .gitsync import HOOK_LOG, rotate_log
+
+        rotate_log(brain.settings.root / ".brain" / HOOK_LOG)
+    return EXIT_OK if report.ok else EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -229,6 +230,41 @@ class Store:
     def set_meta(self, items: dict[str, str]) -> None:
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(items.items()))
+
+    def schema_version(self) -> int:
+        """The schema version this file was written with (PRAGMA user_version)."""
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    # ------------------------------------------------------------ freshness records
+
+    def indexed_commit(self) -> str | None:
+        """The git commit up to which every committed change is in the index (None: never recorded)."""
+        return self.get_meta("git_commit")
+
+    def record_indexed_commit(self, commit: str | None) -> None:
+        """Remember that the index holds every change up to `commit` (None forgets it)."""
+        with self.transaction() as conn:
+            if commit is None:
+                conn.execute("DELETE FROM meta WHERE key = 'git_commit'")
+            else:
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_commit', ?)", (commit,))
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_synced_at', ?)", (_now(),))
+
+    def record_sync(self, result: dict[str, Any]) -> None:
+        """Keep what the last git sync did (shown by `brain status`)."""
+        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_sync(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_sync_result")
+        return json.loads(raw) if raw else None
+
+    def record_rebuild(self, result: dict[str, Any]) -> None:
+        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
+        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_rebuild(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_rebuild_result")
+        return json.loads(raw) if raw else None
 
     # ------------------------------------------------------------ files
 
@@ -459,12 +495,29 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+# Locks this thread already holds, by lock file: a holder may re-enter (the git
+# sync holds the lock while it reads HEAD and while the indexer writes).
+_HELD = threading.local()
+
+
 @contextlib.contextmanager
 def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
-    """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait."""
+    """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait.
+
+    Re-entrant within one thread; other threads and processes wait for it.
+    """
     import fcntl
 
     lock_path = db_path.with_name(db_path.name + ".lock")
+    held: dict[str, int] = _HELD.__dict__.setdefault("counts", {})
+    key = os.path.abspath(lock_path)
+    if held.get(key):
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(lock_path, "a+")
@@ -480,7 +533,11 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise BrainError(f"another brain process is writing {db_path} for over {wait_seconds:.0f}s; try again later") from None
                 time.sleep(0.1)
-        yield
+        held[key] = 1
+        try:
+            yield
+        finally:
+            held.pop(key, None)
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
