@@ -151,10 +151,10 @@ class GrepRequest(BaseModel):
     """POST /grep: what `memory_grep` takes."""
 
     model_config = ConfigDict(extra="forbid")
-    pattern: str = Field(min_length=1, description="A regular expression.")
-    file: str | None = Field(None, description="Only this note, or notes under this folder.")
-    context: int = Field(0, ge=0, le=50, description="Lines of context around each match.")
-    limit: int = Field(50, ge=1, le=1000, description="Most matches to return.")
+    pattern: str = Field(min_length=1, description="A regular expression (RE2 syntax).")
+    file: str | None = Field(None, description="Only this note (its path relative to the notes folder).")
+    context: int = Field(0, ge=0, le=50, description="Lines of context before and after each match.")
+    limit: int = Field(50, ge=1, le=500, description="Most matching lines to return.")
     case_sensitive: bool = Field(False, description="Match letter case exactly.")
 
 
@@ -280,11 +280,11 @@ def build_app(
         async def get_file(
             request: Request,
             path: Annotated[str, Query(min_length=1, description="The note's path relative to the notes folder.")],
-            offset: Annotated[int, Query(ge=0, description="Character to start at.")] = 0,
-            length: Annotated[int, Query(ge=1, le=1_000_000, description="Characters to read.")] = 4000,
+            offset: Annotated[int, Query(ge=0, description="UTF-8 byte offset into the note's text.")] = 0,
+            length: Annotated[int, Query(ge=1, le=1_000_000, description="Bytes to read.")] = 4000,
             corpus: ServedCorpus = Corpus,
         ) -> dict[str, Any]:
-            """A window of a note as it is on disk now."""
+            """A window of a note's text as it is on disk now (the same JSON as `brain get --json`)."""
             blame(request, "path")
             return await run_in_threadpool(corpus.get_file, path, offset=offset, length=length)
 

@@ -77,13 +77,13 @@ def build_server(corpus: ServedCorpus) -> Any:
     @server.tool(annotations=read_only)
     def memory_grep(
         pattern: Annotated[str, Field(description="A regular expression, searched line by line (case-insensitive by default).")],
-        file: Annotated[str | None, Field(description="Only this note, or notes under this folder (relative path).")] = None,
-        context: Annotated[int, Field(ge=0, le=50, description="Lines of context around each match.")] = 0,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Most matches to return.")] = 50,
+        file: Annotated[str | None, Field(description="Only this note (its path relative to the notes folder).")] = None,
+        context: Annotated[int, Field(ge=0, le=50, description="Lines of context before and after each match.")] = 0,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most matching lines to return.")] = 50,
         case_sensitive: Annotated[bool, Field(description="Match letter case exactly.")] = False,
     ) -> dict[str, Any]:
-        """Exact matches of a regular expression in the indexed notes, with file, line number and context.
-        Use it for names, codes and dates; use memory_search for topics."""
+        """Exact matches of a regular expression (RE2 syntax) in the text of the indexed notes: file, line number,
+        byte offset (for memory_get_file) and context lines. Use it for names, codes and dates; memory_search for topics."""
         return _tool_errors(
             corpus,
             lambda: corpus.grep(pattern, file=file, context=context, limit=limit, case_sensitive=case_sensitive),
@@ -92,18 +92,21 @@ def build_server(corpus: ServedCorpus) -> Any:
     @server.tool(annotations=read_only)
     def memory_get_file(
         path: Annotated[str, Field(description="The note's path relative to the notes folder, as search results give it.")],
-        offset: Annotated[int, Field(ge=0, description="Character to start reading at.")] = 0,
-        length: Annotated[int, Field(ge=1, le=200_000, description="Characters to read.")] = 4000,
+        offset: Annotated[int, Field(ge=0, description="UTF-8 byte offset into the note's text to start at (grep gives offsets).")] = 0,
+        length: Annotated[int, Field(ge=1, le=200_000, description="Bytes to read (about as many characters for most text).")] = 4000,
     ) -> dict[str, Any]:
-        """Read a note as it is on disk now (a window of `length` characters from `offset`), to check what
-        search found. Only notes inside the notes folder can be read."""
+        """Read a note's text as it is on disk now: `length` bytes from `offset`, with the line range, the total
+        size and, for PDFs, the pages. Use it to check what search found. Only indexed notes inside the notes
+        folder can be read."""
         return _tool_errors(corpus, lambda: corpus.get_file(path, offset=offset, length=length))
 
     @server.tool(annotations=read_only)
     def memory_ask(
         question: Annotated[str, Field(description="A question about the notes.")],
     ) -> dict[str, Any]:
-        """Answer a question from the notes: searches, then writes an answer citing the files it used."""
+        """Answer a question from the notes: finds the files, sends their relevant excerpts to the configured
+        language model and returns its answer with the sources. Without a model configured it returns the
+        sources and a hint on how to configure one."""
         return _tool_errors(corpus, lambda: corpus.ask(question))
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False))
@@ -118,7 +121,8 @@ def build_server(corpus: ServedCorpus) -> Any:
     def memory_status(
         verify: Annotated[bool, Field(description="Also re-hash every file to find changes the timestamps hide (slower).")] = False,
     ) -> dict[str, Any]:
-        """Is the index up to date with the notes, and what does it hold."""
+        """Is the index up to date with the notes: stale, missing and orphaned files, commits behind, last scan
+        and rebuild, model, installed hooks."""
         return _tool_errors(corpus, lambda: corpus.status(verify=verify))
 
     return server

@@ -63,7 +63,7 @@ def _as_dict(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
-def note_path(settings: Any, raw: str) -> str:
+def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
 
     Only relative paths inside the configured roots are accepted: no `..`, no
@@ -74,28 +74,28 @@ def note_path(settings: Any, raw: str) -> str:
 
     text = (raw or "").strip()
     if not text:
-        raise PathRefused("path is empty; give a note's path relative to the notes folder")
+        raise PathRefused("path is empty; give a note's path relative to the notes folder", field=field)
     if "\x00" in text:
-        raise PathRefused("path contains a NUL byte")
+        raise PathRefused("path contains a NUL byte", field=field)
     unified = text.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
-        raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder")
+        raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
     parts = [p for p in unified.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise PathRefused(f"path {raw!r} climbs out with '..'; give it relative to the notes folder")
+        raise PathRefused(f"path {raw!r} climbs out with '..'; give it relative to the notes folder", field=field)
     if not parts:
-        raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path")
+        raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path", field=field)
     root = Path(settings.root).resolve()
     candidate = root.joinpath(*parts)
     real = Path(os.path.realpath(candidate))
     if real != root and root not in real.parents:
-        raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read")
+        raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
     found = sources.source_for(settings, candidate)
     if isinstance(found, str):
         reason = found.split(": ", 1)[-1]
-        raise PathRefused(f"path {raw!r} is not a note brain serves ({reason})")
+        raise PathRefused(f"path {raw!r} is not a note brain serves ({reason})", field=field)
     if found.size < 0:
-        raise NoteNotFound(f"no note at {raw!r}; search first and use a path from the results")
+        raise NoteNotFound(f"no note at {raw!r}; search first and use a path from the results", field=field)
     return found.rel
 
 
@@ -169,7 +169,7 @@ class ServedCorpus:
         }
         with self._lock:
             if excerpt_chars is not None:
-                if not _accepts(self.brain.searcher.search, "excerpt_chars"):
+                if not _accepts(self.brain.search, "excerpt_chars"):
                     raise NotAvailable("excerpt_chars is not available in this version of brain; leave it out")
                 options["excerpt_chars"] = excerpt_chars
             response = self.brain.search(query, **options)
@@ -184,10 +184,9 @@ class ServedCorpus:
         limit: int = 50,
         case_sensitive: bool = False,
     ) -> dict[str, Any]:
-        """Brain.grep: regular-expression matches over the indexed text."""
-        result = self._call(
-            "grep", "grep", pattern, file=path_prefix(file, "file"), context=context, limit=limit, case_sensitive=case_sensitive
-        )
+        """Brain.grep: regular-expression matches over the indexed text (of one note when `file`)."""
+        rel = None if file is None or not file.strip() else note_path(self.brain.settings, file, field="file")
+        result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
         return _as_dict(result)
 
     def get_file(self, path: str, *, offset: int = 0, length: int = 4000) -> dict[str, Any]:
@@ -207,11 +206,7 @@ class ServedCorpus:
 
     def status(self, *, verify: bool = False) -> dict[str, Any]:
         """Brain.status: is the index fresh, what does it hold."""
-        result = self._call("status", "status", verify=verify)
-        data = _as_dict(result)
-        if isinstance(data, dict):
-            data.setdefault("corpus", self.name)
-        return data
+        return _as_dict(self._call("status", "status", verify=verify))
 
     def describe(self) -> dict[str, Any]:
         """Name, folder and database of this corpus (no index access)."""
