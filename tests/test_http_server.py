@@ -75,6 +75,24 @@ def test_scan_returns_the_report(client: httpx.Client) -> None:
     assert client.post("/scan", json={"full": False}).status_code == 200
 
 
+def test_grep_file_ask_and_status(client: httpx.Client, server: HttpServer) -> None:
+    found = client.post("/grep", json={"pattern": "nginx", "context": 1, "limit": 5}).json()
+    assert found["matches"] and found["pattern"] == "nginx" and len(found["matches"]) <= 5
+    hit = found["matches"][0]
+    part = client.get("/file", params={"path": hit["path"], "offset": hit["offset"], "length": 5}).json()
+    assert part["text"].lower() == "nginx"
+    whole = client.get("/file", params={"path": "diary/2025-01-20.md"}).json()
+    assert whole["text"] == (server.notes / "diary" / "2025-01-20.md").read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    bad = client.post("/grep", json={"pattern": "(unclosed"})
+    assert bad.status_code == 400 and bad.json()["field"] == "pattern"
+    answer = client.post("/ask", json={"question": "Why PostgreSQL for nexum?"}).json()
+    assert answer["sources"] and answer["answer"] is None and answer["hint"]
+    assert client.post("/ask", json={}).json()["field"] == "question"
+    status = client.get("/status").json()
+    assert status["files_indexed"] >= 17 and status["database_exists"] is True
+    assert client.get("/c/work/status").json()["files_indexed"] == 2
+
+
 @pytest.mark.parametrize(
     ("request_body", "field"),
     [

@@ -121,3 +121,31 @@ def test_scan_reports_moves_and_failures(notes: Path) -> None:
             assert "notes/libri.txt" in [r["path"] for r in found["results"]]
 
     anyio.run(check)
+
+
+def test_grep_get_file_ask_and_status(indexed_example: Path) -> None:
+    async def check() -> None:
+        async with mcp_session("--root", str(indexed_example)) as session:
+            found = data(await session.call_tool("memory_grep", {"pattern": r"FT-\d{4}-\d{4}", "context": 1}))
+            assert found["matches"], found
+            hit = found["matches"][0]
+            assert {"path", "line", "offset", "text", "match", "before", "after"} <= set(hit)
+            one = data(await session.call_tool("memory_grep", {"pattern": "nginx", "file": "diary/2025-01-20.md"}))
+            assert {m["path"] for m in one["matches"]} == {"diary/2025-01-20.md"}
+            assert "regular expression" in error_text(await session.call_tool("memory_grep", {"pattern": "(unclosed"}))
+            assert "'..'" in error_text(await session.call_tool("memory_grep", {"pattern": "x", "file": "../x.md"}))
+
+            # A grep hit's offset reads back the line it found.
+            part = data(await session.call_tool("memory_get_file", {"path": hit["path"], "offset": hit["offset"], "length": 40}))
+            assert part["text"].startswith(hit["match"])
+            whole = data(await session.call_tool("memory_get_file", {"path": "diary/2025-01-20.md"}))
+            on_disk = (indexed_example / "diary" / "2025-01-20.md").read_text(encoding="utf-8")
+            assert whole["text"] == on_disk and whole["total"] == len(on_disk.encode("utf-8")) and whole["start_line"] == 1
+
+            answer = data(await session.call_tool("memory_ask", {"question": "Che cosa è successo al certificato SSL?"}))
+            assert answer["sources"] and answer["answer"] is None and "ask.model" in answer["hint"]
+
+            status = data(await session.call_tool("memory_status", {}))
+            assert status["files_indexed"] == 17 and status["database_exists"] is True and "clean" in status
+
+    anyio.run(check)
