@@ -140,6 +140,31 @@ def bench_mcp(notes: Path, queries: list[str], requests: int) -> dict[str, Any]:
     return anyio.run(run)
 
 
+def bench_in_process(notes: Path, queries: list[str], requests: int, blas_threads: int | None) -> dict[str, Any]:
+    """Brain.search called directly: the search itself, without any front door.
+
+    `blas_threads` None leaves numpy's BLAS at its default thread count; 1 is what the servers use.
+    """
+    import contextlib
+
+    from threadpoolctl import threadpool_limits
+
+    from brain import Brain
+
+    brain = Brain(notes)
+    limit = threadpool_limits(blas_threads, user_api="blas") if blas_threads else contextlib.nullcontext()
+    with limit:
+        for query in queries[:5]:
+            brain.search(query)
+        samples = []
+        for n in range(requests):
+            started = time.perf_counter()
+            brain.search(queries[n % len(queries)], limit=10).to_dict()
+            samples.append(time.perf_counter() - started)
+    brain.close()
+    return summary(samples)
+
+
 def bench_cli(notes: Path, queries: list[str], runs: int = 5) -> dict[str, Any]:
     from live_servers import brain_env
 
@@ -181,6 +206,8 @@ def main() -> int:
                 "index_seconds": round(time.perf_counter() - started, 1),
                 "failed": len(report.failed),
             },
+            "in_process_default_blas": bench_in_process(notes, QUERIES, args.requests, None),
+            "in_process_one_blas_thread": bench_in_process(notes, QUERIES, args.requests, 1),
             "mcp": bench_mcp(notes, QUERIES, args.requests),
             "http": bench_http(notes, QUERIES, args.requests),
             "cli_cold": bench_cli(notes, QUERIES),
@@ -199,6 +226,9 @@ def main() -> int:
             f"{door:5} warm search: median {r['median_ms']} ms, p90 {r['p90_ms']} ms over {r['requests']} requests; "
             f"server RSS {mem.get('VmRSS', 0) / 1024:.0f} MB (peak {mem.get('VmHWM', 0) / 1024:.0f} MB)"
         )
+    for key, label in (("in_process_default_blas", "default BLAS threads"), ("in_process_one_blas_thread", "1 BLAS thread")):
+        r = result[key]
+        print(f"core  Brain.search in-process, {label}: median {r['median_ms']} ms, p90 {r['p90_ms']} ms")
     print(f"cli   cold `brain search` process: median {result['cli_cold']['median_ms']} ms")
     print(f"({result['cpu_count']} CPUs, load average {result['load_average']})")
     return 0

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import Field
 
 from .errors import BrainError
-from .served import ServedCorpus
+from .served import ServedCorpus, single_thread_blas
 
 INSTRUCTIONS = (
     "brain is a local index of a person's notes (Markdown, text, PDF). Use memory_search to find which "
@@ -131,6 +131,7 @@ def build_server(corpus: ServedCorpus) -> Any:
 def serve_stdio(corpus: ServedCorpus) -> None:
     """Run the MCP server on stdin/stdout until the client closes the pipe."""
     server = build_server(corpus)
+    single_thread_blas()
     # Warm up beside the handshake: the first search then finds the encoder and vectors loaded.
     threading.Thread(target=corpus.warm, name="brain-warm-up", daemon=True).start()
     sys.stderr.write(f"brain: MCP server for {corpus.root} on stdio\n")

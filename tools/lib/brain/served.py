@@ -51,6 +51,22 @@ def _log(message: str) -> None:
     sys.stderr.flush()
 
 
+def single_thread_blas() -> None:
+    """Run numpy's BLAS on one thread in a server process.
+
+    A query is encoded and scored with small matrix products, where BLAS threads
+    only add hand-offs; on a busy machine their spin-waiting made a warm search
+    many times slower (see docs/performance.md). The limit reaches only the BLAS
+    already loaded (numpy's), so torch keeps its threads for embedding notes.
+    """
+    try:
+        import numpy  # noqa: F401  (load its BLAS now, so the limit applies to it)
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1, user_api="blas")
+
+
 def _accepts(method: Callable[..., Any], name: str) -> bool:
     try:
         parameters = inspect.signature(method).parameters
@@ -252,6 +268,7 @@ class Corpora:
 
     def warm(self) -> None:
         """Warm every corpus (query encoder, vectors)."""
+        single_thread_blas()
         for corpus in self.by_name.values():
             corpus.warm()
 
