@@ -144,6 +144,17 @@ class TextReader:
             return inside, False
 
 
+def page_ranges(pages: list[int]) -> str:
+    """[1, 2, 3, 40] → "1-3, 40"."""
+    runs: list[list[int]] = []
+    for page in pages:
+        if runs and runs[-1][1] + 1 == page:
+            runs[-1][1] = page
+        else:
+            runs.append([page, page])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def _inside(root: Path, path: Path) -> str | None:
     """`path` relative to `root` with forward slashes, or None when it lies outside."""
     try:
