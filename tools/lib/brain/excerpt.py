@@ -32,6 +32,7 @@ on an idle core (see docs/performance.md).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -127,19 +128,26 @@ class _Letters:
     starts: np.ndarray
 
 
+@functools.lru_cache(maxsize=65536)
+def _beyond_table(cp: int) -> tuple[int, bool]:
+    """(folded code point, is a letter or digit) of a character past the lookup table."""
+    ch = chr(cp)
+    return ord(_fold_char(ch)), ch.isalnum()
+
+
 def _letters(text: str) -> _Letters:
-    raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    codes = np.zeros(len(raw) + STEM_CHARS, dtype=_FOLD_LUT.dtype)
-    np.take(_FOLD_LUT, raw, mode="clip", out=codes[: len(raw)])
-    word = np.take(_WORD_LUT, raw, mode="clip")
+    n = len(text)
+    # NUL padding (folds to 0, matches no term) lets a stem be compared at any word start.
+    raw = np.frombuffer((text + "\0" * STEM_CHARS).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = np.take(_FOLD_LUT, raw, mode="clip")
+    word = np.take(_WORD_LUT, raw[:n], mode="clip")
     big = np.flatnonzero(raw >= _LUT_SIZE)
     if len(big):
         # Characters beyond the table (Greek, Cyrillic, CJK, ’ or —): look each distinct one up once.
         uniques, inverse = np.unique(raw[big], return_inverse=True)
-        folded = np.fromiter((ord(_fold_char(chr(c))) for c in uniques), dtype=np.uint32, count=len(uniques))
-        isword = np.fromiter((chr(c).isalnum() for c in uniques), dtype=bool, count=len(uniques))
-        codes[big] = folded[inverse]
-        word[big] = isword[inverse]
+        looked = [_beyond_table(int(c)) for c in uniques]
+        codes[big] = np.fromiter((f for f, _ in looked), dtype=np.uint32, count=len(looked))[inverse]
+        word[big] = np.fromiter((w for _, w in looked), dtype=bool, count=len(looked))[inverse]
     opens = np.empty(len(word), dtype=bool)
     if len(word):
         opens[0] = word[0]
