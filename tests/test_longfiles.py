@@ -204,6 +204,18 @@ def test_get_bad_inputs_are_clear_errors(long_notes: Path, args: list[str], code
     assert result.stdout == ""
 
 
+def test_grep_file_may_name_a_folder(long_notes: Path) -> None:
+    data = cli_json("--root", str(long_notes), "grep", "rossi", "--file", "manuals/")
+    assert {m["path"] for m in data["matches"]} == {"manuals/manuale.pdf"}
+    everywhere = cli_json("--root", str(long_notes), "grep", "rossi")
+    assert {m["path"] for m in everywhere["matches"]} == {"fornitori.md", "manuals/manuale.pdf"}
+
+
+def test_search_excerpt_size_is_checked(long_notes: Path) -> None:
+    result = run_cli("--root", str(long_notes), "search", "pool_mode", "--excerpt-chars", "10")
+    assert result.returncode == 2 and "excerpt size must be at least 100" in result.stderr
+
+
 def test_grep_file_outside_the_index_is_an_error(long_notes: Path) -> None:
     result = run_cli("--root", str(long_notes), "grep", "x", "--file", "../../etc/passwd")
     assert result.returncode == 2 and "leaves the notes root" in result.stderr

@@ -20,7 +20,7 @@ from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, 
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
 from .store import Store, writer_lock
-from .texts import TextReader, add_excerpts
+from .texts import TextReader
 
 if TYPE_CHECKING:
     from .ask import AskResult
@@ -114,17 +114,9 @@ class Brain:
             self._searcher = Searcher(self.settings, self.embedder)
         return self._searcher
 
-    def search(self, query: str, *, excerpt_chars: int | None = None, **options: Any) -> SearchResponse:
-        """Files that talk about `query`; see Searcher.search for the options.
-
-        `excerpt_chars`: each hit also carries the relevant excerpt (about that
-        many characters) of the file as it is now, and `content_len`.
-        """
-        response = self.searcher.search(query, **options)
-        if excerpt_chars is not None:
-            with _open(self.settings, create=False) as store:
-                add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
-        return response
+    def search(self, query: str, **options: Any) -> SearchResponse:
+        """Files that talk about `query`; see Searcher.search for the options."""
+        return self.searcher.search(query, **options)
 
     # ------------------------------------------------------------ long files and exact lookups
 

@@ -21,7 +21,7 @@ from .config import Settings
 from .errors import BrainError
 from .excerpt import SEPARATOR, TRUNCATED, Excerpt, relevant_excerpt
 from .search import SearchResponse
-from .texts import FileText, TextReader, TextUnavailable
+from .texts import FileText, TextReader, TextUnavailable, page_ranges
 
 SYSTEM_PROMPT = (
     "You answer questions using only the person's own notes, given below as files. "
@@ -204,24 +204,13 @@ def gather_sources(
     return found, skipped
 
 
-def _pages_label(pages: list[int]) -> str:
-    """[1, 2, 3, 40] → "1-3, 40"."""
-    runs: list[list[int]] = []
-    for page in pages:
-        if runs and runs[-1][1] + 1 == page:
-            runs[-1][1] = page
-        else:
-            runs.append([page, page])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
 def build_messages(question: str, found: Sequence[AskSource]) -> list[dict[str, str]]:
     """The chat messages: instructions, then the question and every excerpt in one user message."""
-    blocks = [f"Question: {question.strip()}", "", f"Notes ({len(found)} files):"]
+    blocks = [f"Question: {question.strip()}", "", f"Notes ({len(found)} file{'' if len(found) == 1 else 's'}):"]
     for source in found:
         attributes = f'path="{source.path}"'
         if source.pages:
-            attributes += f' pages="{_pages_label(source.pages)}"'
+            attributes += f' pages="{page_ranges(source.pages)}"'
         if source.truncated:
             attributes += f' excerpt_of_chars="{source.content_len}"'
         blocks.extend(["", f"<file {attributes}>", source.excerpt, "</file>"])

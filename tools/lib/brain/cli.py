@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("grep", help="regular expression (RE2) over the text of every indexed file")
     _common(p)
     p.add_argument("pattern", metavar="PATTERN")
-    p.add_argument("--file", default=None, metavar="PATH", help="only this indexed file")
+    p.add_argument("--file", default=None, metavar="PATH", help="only this indexed file (or the indexed files under this folder)")
     p.add_argument("-C", "--context", type=int, default=0, metavar="N", help="lines of context around each match")
     p.add_argument("--case-sensitive", action="store_true", help="match case exactly (default: ignore case)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="most matches to show (default 50, at most 500)")

@@ -23,14 +23,16 @@ With no query term anywhere outside the head, the text's beginning fills the
 budget (what a plain cut would have sent). Short texts come back whole.
 
 Speed matters (this runs for every long file of every `ask` and
-`search --excerpt-chars`): the text becomes one array of code points, term
-positions are found with vectorised comparisons, and every candidate window is
-scored at once by binary search over each term's sorted positions (prefix
-counts), never by rescanning a window. About 2-4 ms for 300 KB.
+`search --excerpt-chars`): the text becomes one array of folded code points,
+terms are compared at word starts only with vectorised comparisons, and every
+candidate window is scored at once by binary search over each term's sorted
+positions (prefix counts), never by rescanning a window. About 3 ms for 300 KB
+on an idle core (see docs/performance.md).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -117,47 +119,57 @@ class Excerpt:
         }
 
 
-def _code_points(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """(code points, folded code points), one entry per character of `text`."""
-    raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+@dataclass(frozen=True)
+class _Letters:
+    """A text as arrays: folded code points, letter-or-digit flags, and where words start."""
+
+    codes: np.ndarray  # padded with STEM_CHARS zeros, so a stem compared at any word start stays inside
+    word: np.ndarray
+    starts: np.ndarray
+
+
+@functools.lru_cache(maxsize=65536)
+def _beyond_table(cp: int) -> tuple[int, bool]:
+    """(folded code point, is a letter or digit) of a character past the lookup table."""
+    ch = chr(cp)
+    return ord(_fold_char(ch)), ch.isalnum()
+
+
+def _letters(text: str) -> _Letters:
+    n = len(text)
+    # NUL padding (folds to 0, matches no term) lets a stem be compared at any word start.
+    raw = np.frombuffer((text + "\0" * STEM_CHARS).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     codes = np.take(_FOLD_LUT, raw, mode="clip")
+    word = np.take(_WORD_LUT, raw[:n], mode="clip")
     big = np.flatnonzero(raw >= _LUT_SIZE)
     if len(big):
-        # Characters beyond the table (Greek, Cyrillic, CJK, ’ or —): fold each distinct one once.
+        # Characters beyond the table (Greek, Cyrillic, CJK, ’ or —): look each distinct one up once.
         uniques, inverse = np.unique(raw[big], return_inverse=True)
-        folded = np.fromiter((ord(_fold_char(chr(c))) for c in uniques), dtype=np.uint32, count=len(uniques))
-        codes[big] = folded[inverse]
-    return raw, codes
+        looked = [_beyond_table(int(c)) for c in uniques]
+        codes[big] = np.fromiter((f for f, _ in looked), dtype=np.uint32, count=len(looked))[inverse]
+        word[big] = np.fromiter((w for _, w in looked), dtype=bool, count=len(looked))[inverse]
+    opens = np.empty(len(word), dtype=bool)
+    if len(word):
+        opens[0] = word[0]
+        np.greater(word[1:], word[:-1], out=opens[1:])  # a letter after a non-letter
+    return _Letters(codes, word, np.flatnonzero(opens))
 
 
-def _is_word(raw: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Whether the characters at positions `at` are letters or digits (looked up only where asked)."""
-    cps = raw[at]
-    flags = np.take(_WORD_LUT, cps, mode="clip")
-    big = cps >= _LUT_SIZE
-    if big.any():
-        flags[big] = [chr(int(c)).isalnum() for c in cps[big]]
-    return flags
-
-
-def _term_positions(raw: np.ndarray, codes: np.ndarray, term: str) -> np.ndarray:
+def _term_positions(letters: _Letters, term: str) -> np.ndarray:
     """Start positions of words whose first 6 letters are `term` (or that equal it, when shorter)."""
-    n, k = len(codes), len(term)
+    codes, n, k = letters.codes, len(letters.word), len(term)
     if k == 0 or k > n:
         return np.zeros(0, dtype=np.int64)
-    wanted = [ord(c) for c in term]
-    hits = np.flatnonzero(codes[: n - k + 1] == wanted[0])
-    for offset, cp in enumerate(wanted[1:], 1):
+    # Only word starts can match: checking them, not every character, is what keeps this fast.
+    hits = letters.starts
+    for offset, cp in enumerate(ord(c) for c in term):
         if not len(hits):
             break
         hits = hits[codes[hits + offset] == cp]
-    if len(hits):
-        # A word starts there: nothing word-like just before.
-        hits = hits[(hits == 0) | ~_is_word(raw, np.maximum(hits - 1, 0))]
     if len(hits) and k < STEM_CHARS:
         # Shorter than a stem: the whole word must be the term.
         after = hits + k
-        hits = hits[(after >= n) | ~_is_word(raw, np.minimum(after, n - 1))]
+        hits = hits[(after >= n) | ~letters.word[np.minimum(after, n - 1)]]
     return hits.astype(np.int64)
 
 
@@ -210,9 +222,9 @@ def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int 
     stems = query_stems(query)
     positions: dict[str, np.ndarray] = {}
     if stems and window_chars >= 40:
-        raw, codes = _code_points(text)
+        letters = _letters(text)
         for s in stems:
-            found = _term_positions(raw, codes, s)
+            found = _term_positions(letters, s)
             if len(found):
                 positions[s] = found
     outside = {s: p[p >= head_end] for s, p in positions.items()}

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import BrainError
-from .store import FileRow
 from .texts import FileText, TextReader, TextUnavailable
 
 DEFAULT_LIMIT = 50
@@ -188,14 +187,14 @@ def grep(
     limit: int = DEFAULT_LIMIT,
     case_sensitive: bool = False,
 ) -> GrepResponse:
-    """Lines matching `pattern` in the extracted text of every indexed file (or of `file`)."""
+    """Lines matching `pattern` in the extracted text of every indexed file (or of `file`, or files under that folder)."""
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise BrainError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", usage=True)
     if not 0 <= context <= MAX_CONTEXT:
         raise BrainError(f"context must be between 0 and {MAX_CONTEXT} lines, got {context}", usage=True)
     regex = compile_pattern(pattern, case_sensitive)
-    rows: list[FileRow] = [reader.resolve(file)] if file is not None else reader.files()
+    rows, single = reader.resolve_many(file) if file is not None else (reader.files(), False)
     matches: list[GrepMatch] = []
     skipped: list[dict[str, str]] = []
     truncated = False
@@ -204,7 +203,7 @@ def grep(
         try:
             document = reader.read(row)
         except TextUnavailable as exc:
-            if file is not None:
+            if single:
                 raise BrainError(f"{row.path}: {exc}") from None
             skipped.append({"path": row.path, "reason": str(exc)})
             continue

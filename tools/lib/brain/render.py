@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import SearchResponse
+from .texts import page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
@@ -93,16 +94,6 @@ def _excerpt_lines(hit: Any, markdown: bool) -> list[str]:
     return [f"   {label}", *(f"   | {ln}" for ln in hit.excerpt.split("\n"))]
 
 
-def _pages(pages: list[int]) -> str:
-    runs: list[list[int]] = []
-    for page in pages:
-        if runs and runs[-1][1] + 1 == page:
-            runs[-1][1] = page
-        else:
-            runs.append([page, page])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
 def grep_text(response: GrepResponse) -> str:
     """grep-like lines: `path:line:offset: text`, context as `path-line- text`, groups split by `--`."""
     out: list[str] = []
@@ -133,7 +124,7 @@ def range_header(part: TextRange) -> str:
     """One line saying which bytes, lines and pages of which file are shown."""
     where = f"lines {part.start_line}-{part.end_line}"
     if part.page_count:
-        where += f", page{'s' if len(part.pages) != 1 else ''} {_pages(part.pages)} of {part.page_count}"
+        where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
     stale = " [changed on disk since indexed]" if part.stale else ""
     return f"{part.path}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
 
@@ -150,7 +141,7 @@ def ask_sources(result: AskResult) -> str:
     """The files and excerpts `ask` would send, then why nothing was sent."""
     out: list[str] = []
     for source in result.sources:
-        pages = f", pages {_pages(source.pages)}" if source.pages else ""
+        pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
         size = f"{len(source.excerpt)} of {source.content_len} chars" if source.truncated else f"{source.content_len} chars"
         out.extend([f"=== {source.path} ({size}{pages}) ===", source.excerpt, ""])
     if not result.sources:

@@ -21,6 +21,7 @@ from .config import SEARCH_MODES, Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .store import ChunkRow, FileRow, Store
+from .texts import MIN_EXCERPT_CHARS, TextReader, add_excerpts
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
@@ -197,8 +198,13 @@ class Searcher:
         path_prefix: str | None = None,
         where: list[str] | None = None,
         chunks: bool = False,
+        excerpt_chars: int | None = None,
     ) -> SearchResponse:
-        """Rank files (or chunks) for `query`; every hit is checked against the file on disk."""
+        """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
+
+        `excerpt_chars`: each hit also carries the relevant excerpt (about that
+        many characters) of its file as it is now, and `content_len`.
+        """
         started = time.monotonic()
         mode = mode or str(self.settings["search.mode"])
         if mode not in SEARCH_MODES:
@@ -215,6 +221,8 @@ class Searcher:
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         filters = [parse_filter(w) for w in (where or [])]
+        if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
+            raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
         store = self.store
         allowed = self._allowed_files(path_prefix, filters)
@@ -338,7 +346,11 @@ class Searcher:
             hits.append(hit)
             if len(hits) >= limit:
                 break
-        return SearchResponse(query=query, mode=mode, results=hits, dropped=dropped, seconds=time.monotonic() - started)
+        response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
+        if excerpt_chars is not None:
+            add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
+        response.seconds = time.monotonic() - started
+        return response
 
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:

@@ -25,6 +25,8 @@ from .store import FileRow, Store
 if TYPE_CHECKING:
     from .search import SearchResponse
 
+MIN_EXCERPT_CHARS = 100
+
 
 class TextUnavailable(Exception):
     """An indexed file whose text cannot be read now; the message says why."""
@@ -124,6 +126,34 @@ class TextReader:
                 return row
         raise BrainError(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
 
+    def resolve_many(self, raw: str) -> tuple[list[FileRow], bool]:
+        """The indexed file `raw` names (and True), or every indexed file under the folder it names (and False)."""
+        try:
+            return [self.resolve(raw)], True
+        except BrainError as exc:
+            if exc.usage:
+                raise  # outside the notes root: no folder there either
+            text = str(raw).strip()
+            given = Path(os.path.expanduser(text))
+            folder = _inside(self.settings.root, given) if given.is_absolute() else None
+            if folder is None:
+                folder = os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/")
+            inside = [row for row in self.files() if row.path.startswith(folder.rstrip("/") + "/")]
+            if not inside:
+                raise
+            return inside, False
+
+
+def page_ranges(pages: list[int]) -> str:
+    """[1, 2, 3, 40] → "1-3, 40"."""
+    runs: list[list[int]] = []
+    for page in pages:
+        if runs and runs[-1][1] + 1 == page:
+            runs[-1][1] = page
+        else:
+            runs.append([page, page])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
 
 def _inside(root: Path, path: Path) -> str | None:
     """`path` relative to `root` with forward slashes, or None when it lies outside."""
@@ -139,8 +169,8 @@ def _inside(root: Path, path: Path) -> str | None:
 
 def add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
     """Give every hit the relevant excerpt (about `chars` characters) of its file as it is now, and its length."""
-    if chars < 100:
-        raise BrainError(f"excerpt size must be at least 100 characters, got {chars}", usage=True)
+    if chars < MIN_EXCERPT_CHARS:
+        raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {chars}", usage=True)
     response.excerpt_chars = chars
     done: dict[str, tuple[str, int] | None] = {}
     for hit in response.results:
