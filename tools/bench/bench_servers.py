@@ -115,7 +115,11 @@ def bench_http(notes: Path, queries: list[str], requests: int) -> dict[str, Any]
             response = http.post("/search", json={"query": queries[n % len(queries)], "limit": 10})
             samples.append(time.perf_counter() - started)
             response.raise_for_status()
-        return {**summary(samples), "memory_kb": memory_kb(server.process.pid)}
+        after_search = memory_kb(server.process.pid)
+        # A scan that has something to embed loads torch and the full model into the server.
+        (notes / "bench-new-note.md").write_text("# New\n\nA note written during the benchmark about nginx.\n", encoding="utf-8")
+        http.post("/scan").raise_for_status()
+        return {**summary(samples), "memory_kb": after_search, "memory_kb_after_embedding_scan": memory_kb(server.process.pid)}
 
 
 def bench_mcp(notes: Path, queries: list[str], requests: int) -> dict[str, Any]:
@@ -229,6 +233,8 @@ def main() -> int:
     for key, label in (("in_process_default_blas", "default BLAS threads"), ("in_process_one_blas_thread", "1 BLAS thread")):
         r = result[key]
         print(f"core  Brain.search in-process, {label}: median {r['median_ms']} ms, p90 {r['p90_ms']} ms")
+    scan_mem = result["http"]["memory_kb_after_embedding_scan"]
+    print(f"http  server RSS after a scan that embeds a new note: {scan_mem.get('VmRSS', 0) / 1024:.0f} MB")
     print(f"cli   cold `brain search` process: median {result['cli_cold']['median_ms']} ms")
     print(f"({result['cpu_count']} CPUs, load average {result['load_average']})")
     return 0
