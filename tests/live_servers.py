@@ -52,6 +52,11 @@ class HttpServer:
     def log(self) -> str:
         return "".join(self._lines)
 
+    def stdout(self) -> str:
+        """What the server printed on stdout, once it has stopped (results only; logs go to stderr)."""
+        assert self.process.poll() is not None and self.process.stdout is not None
+        return self.process.stdout.read()
+
 
 @contextmanager
 def http_server(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Iterator[HttpServer]:

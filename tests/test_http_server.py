@@ -205,6 +205,8 @@ def test_token_is_required_when_set(indexed_example: Path) -> None:
             assert http.get("/c/default/status", headers={"authorization": "Basic eDp5"}).status_code == 401
             good = http.post("/search", json={"query": "nginx"}, headers={"authorization": f"Bearer {token}"})
             assert good.status_code == 200 and good.json()["results"]
+    assert running.stdout() == ""  # logs and the start-up line went to stderr
+    assert token not in running.log()
 
 
 def test_refuses_to_listen_beyond_loopback_without_a_token(indexed_example: Path) -> None:
