@@ -116,7 +116,7 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
 
 
 def path_prefix(raw: str | None, field: str = "path") -> str | None:
-    """A search/grep path filter: relative, no '..' (it only narrows results, but says so plainly)."""
+    """The search `path` filter: relative, without `..` (it only narrows results, but a climb out is refused plainly)."""
     if raw is None or not raw.strip():
         return None
     unified = raw.strip().replace("\\", "/")
