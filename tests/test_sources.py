@@ -76,6 +76,9 @@ def test_symlink_loop_and_dangling_link_do_not_hang(tmp_path: Path) -> None:
     (tmp_path / "a" / "loop").symlink_to(tmp_path, target_is_directory=True)
     (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere.md")
     (tmp_path / "linked.md").symlink_to(tmp_path / "a" / "b.md")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.md"
+    outside.write_text("private text from elsewhere")
+    (tmp_path / "escape.md").symlink_to(outside)
     assert found(tmp_path) == ["a/b.md", "linked.md"]
 
 

@@ -45,7 +45,7 @@ def base_index(data: Path, work: Path) -> Path:
     return notes
 
 
-def synthesise(base_notes: Path, size: int, work: Path) -> Path:
+def synthesise(base_db: Path, size: int, work: Path) -> Path:
     """A notes folder of `size` chunks (files of CHUNKS_PER_FILE lines) with its index, built once."""
     from brain import Brain
     from brain.sources import content_hash
@@ -56,7 +56,14 @@ def synthesise(base_notes: Path, size: int, work: Path) -> Path:
     done = root / ".complete"
     if done.exists():
         return root
-    base = Store(base_notes / ".brain" / "brain.sqlite")
+    # Work on a copy: opening an index may migrate it, and the base may belong to another run.
+    import sqlite3
+
+    copy = work / "base-copy.sqlite"
+    copy.unlink(missing_ok=True)
+    with sqlite3.connect(f"file:{base_db}?mode=ro", uri=True) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    base = Store(copy, create=False)
     meta = {key: base.get_meta(key) or "" for key in ("model", "dimension", "chunking")}
     ids, _, matrix = base.vector_matrix(int(meta["dimension"]))
     rows = base.chunks_by_id(ids.tolist())
@@ -137,6 +144,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--cli-runs", type=int, default=15)
+    parser.add_argument("--base-db", type=Path, help="an existing index to take real texts and vectors from (default: index SciFact)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--out", type=Path, default=PROJECT / "tools" / "bench" / "results" / "search.json")
@@ -146,7 +154,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure_size(args.child, queries)))
         return
-    base = base_index(args.data, args.work)
+    base = args.base_db or base_index(args.data, args.work) / ".brain" / "brain.sqlite"
     results: dict = {"machine": {"cores": os.cpu_count()}, "sizes": {}}
     for size in args.sizes:
         root = synthesise(base, size, args.work)
