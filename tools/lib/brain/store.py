@@ -398,25 +398,27 @@ class Store:
 
         FTS5's bm25() is negative (smaller is better), so it is negated here, once.
         """
-        sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-        params: list[Any] = [match]
-        for column, values in (("rowid", chunk_ids), ("file_id", file_ids)):
-            if values is None:
-                continue
-            if not values:
-                return []
-            marks = ",".join("?" * len(values))
-            if column == "rowid":
-                sql += f" AND rowid IN ({marks})"
-            else:
-                sql += f" AND rowid IN (SELECT id FROM chunks WHERE file_id IN ({marks}))"
-            params.extend(values)
-        sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
-        params.append(limit)
         try:
-            return [(r[0], float(r[1])) for r in self.conn.execute(sql, params)]
+            if chunk_ids is None and file_ids is None:
+                sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                       " ORDER BY bm25(chunks_fts) LIMIT ?")
+                return [(r[0], float(r[1])) for r in self.conn.execute(sql, (match, limit))]
+            # With `rowid IN (...)` FTS5 runs the whole query once per listed rowid (0.7 s
+            # for 200 rowids at 10k chunks); scoring every match once and filtering here is
+            # as cheap as the unfiltered query.
+            sql = ("SELECT chunks_fts.rowid, -bm25(chunks_fts), chunks.file_id FROM chunks_fts"
+                   " JOIN chunks ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ?")
+            wanted_chunks = None if chunk_ids is None else set(chunk_ids)
+            wanted_files = None if file_ids is None else set(file_ids)
+            hits = [
+                (r[0], float(r[1]))
+                for r in self.conn.execute(sql, (match,))
+                if (wanted_chunks is None or r[0] in wanted_chunks) and (wanted_files is None or r[2] in wanted_files)
+            ]
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
+        hits.sort(key=lambda item: (-item[1], item[0]))
+        return hits[:limit]
 
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk; vectors as one float32 matrix."""
