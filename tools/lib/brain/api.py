@@ -9,18 +9,21 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
 from .config import DEFAULTS, Settings, find_root, load_settings, set_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .freshness import StatusReport, index_status
+from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
 from .store import Store, writer_lock
+from .texts import TextReader
 
 if TYPE_CHECKING:
+    from .ask import AskResult
     from .scheduler import NightlyRebuild
     from .watcher import Watcher
 
@@ -115,6 +118,46 @@ class Brain:
         """Files that talk about `query`; see Searcher.search for the options."""
         return self.searcher.search(query, **options)
 
+    # ------------------------------------------------------------ long files and exact lookups
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        file: str | None = None,
+        context: int = 0,
+        limit: int = DEFAULT_LIMIT,
+        case_sensitive: bool = False,
+    ) -> GrepResponse:
+        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `file`)."""
+        with _open(self.settings, create=False) as store:
+            return grep(TextReader(self.settings, store), pattern, file=file, context=context, limit=limit,
+                        case_sensitive=case_sensitive)
+
+    def get_file(self, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
+        """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end)."""
+        with _open(self.settings, create=False) as store:
+            return read_range(TextReader(self.settings, store), path, offset=offset, length=length)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        budget: int | None = None,
+        max_files: int | None = None,
+        model: str | None = None,
+        show_prompt: bool = False,
+        on_token: Callable[[str], None] | None = None,
+        **search_options: Any,
+    ) -> AskResult:
+        """Answer `question` from the notes with one language-model call (see brain.ask)."""
+        from .ask import ask
+
+        with _open(self.settings, create=False) as store:
+            return ask(self.settings, TextReader(self.settings, store), self.search, question, budget=budget,
+                       max_files=max_files, model=model, show_prompt=show_prompt, on_token=on_token,
+                       search_options=search_options)
+
     # ------------------------------------------------------------ facts
 
     def stats(self) -> dict[str, Any]:
@@ -190,10 +233,10 @@ class Brain:
 
 
 class _open:
-    """`with _open(settings) as store`: a Store that is closed afterwards."""
+    """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.store = Store(settings.database_path)
+    def __init__(self, settings: Settings, *, create: bool = True) -> None:
+        self.store = Store(settings.database_path, create=create)
 
     def __enter__(self) -> Store:
         return self.store

@@ -55,6 +55,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show how each score was made")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--format", choices=("text", "json", "markdown"), default=None)
+    p.add_argument("--excerpt-chars", type=int, default=None, metavar="N",
+                   help="also give each hit the relevant excerpt of the file (about N chars) and its full length")
+
+    p = commands.add_parser("ask", help="answer QUESTION from the notes with a language model")
+    _common(p)
+    p.add_argument("question", nargs="+", metavar="QUESTION")
+    p.add_argument("--budget", type=int, default=None, metavar="CHARS", help="characters per file sent to the model (default 8000)")
+    p.add_argument("-k", "--max-files", type=int, default=None, metavar="N", help="files sent to the model (default 5)")
+    p.add_argument("--model", default=None, help="model name for this call (default: ask.model)")
+    p.add_argument("--show-prompt", action="store_true", help="print exactly what would be sent; call nothing")
+    p.add_argument("--json", action="store_true", help="print JSON (sources, messages, answer)")
+
+    p = commands.add_parser("grep", help="regular expression (RE2) over the text of every indexed file")
+    _common(p)
+    p.add_argument("pattern", metavar="PATTERN")
+    p.add_argument("--file", default=None, metavar="PATH", help="only this indexed file (or the indexed files under this folder)")
+    p.add_argument("-C", "--context", type=int, default=0, metavar="N", help="lines of context around each match")
+    p.add_argument("--case-sensitive", action="store_true", help="match case exactly (default: ignore case)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="most matches to show (default 50, at most 500)")
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("get", help="the extracted text of an indexed file, or a byte range of it")
+    _common(p)
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--offset", type=int, default=None, metavar="N", help="first byte (UTF-8, as grep reports)")
+    p.add_argument("--length", type=int, default=None, metavar="N", help="bytes to return (default 4000 with --offset)")
+    p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("stats", help="what the index holds")
     _common(p)
@@ -152,8 +179,43 @@ def _run(args: argparse.Namespace) -> int:
             path_prefix=args.path,
             where=args.where,
             chunks=args.chunks,
+            excerpt_chars=args.excerpt_chars,
         )
         print(render.search(response, fmt, explain=args.explain))
+        return EXIT_OK
+    if args.command == "ask":
+        return _ask(args)
+    if args.command == "grep":
+        from .grep import DEFAULT_LIMIT
+
+        response = _brain(args).grep(
+            args.pattern,
+            file=args.file,
+            context=args.context,
+            limit=DEFAULT_LIMIT if args.limit is None else args.limit,
+            case_sensitive=args.case_sensitive,
+        )
+        if args.json:
+            print(render.as_json(response.to_dict()))
+        elif response.matches:
+            print(render.grep_text(response))
+        for note in render.grep_notes(response):
+            sys.stderr.write(f"brain: {note}\n")
+        return EXIT_OK
+    if args.command == "get":
+        from .grep import DEFAULT_LENGTH
+
+        whole = args.offset is None and args.length is None
+        part = _brain(args).get_file(
+            args.path,
+            offset=args.offset or 0,
+            length=None if whole else (DEFAULT_LENGTH if args.length is None else args.length),
+        )
+        if args.json:
+            print(render.as_json(part.to_dict()))
+        else:
+            sys.stderr.write(render.range_header(part) + "\n")
+            sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
         return EXIT_OK
     if args.command == "stats":
         data = _brain(args).stats()
@@ -263,6 +325,40 @@ def _sync(args: argparse.Namespace) -> int:
 
         rotate_log(brain.settings.root / ".brain" / HOOK_LOG)
     return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from . import render
+
+    streaming = not args.json and not args.show_prompt
+
+    def write(token: str) -> None:
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+    result = _brain(args).ask(
+        " ".join(args.question),
+        budget=args.budget,
+        max_files=args.max_files,
+        model=args.model,
+        show_prompt=args.show_prompt,
+        on_token=write if streaming else None,
+    )
+    if args.json:
+        data = result.to_dict()
+        if args.show_prompt:
+            data["request"] = result.request()
+        print(render.as_json(data))
+    elif args.show_prompt:
+        print(render.ask_prompt(result))
+    elif result.answer is None:
+        print(render.ask_sources(result))
+    else:
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        sent = ", ".join(s.path for s in result.sources)
+        sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

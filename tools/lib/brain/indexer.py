@@ -266,6 +266,7 @@ class Indexer:
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
+        store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         return report
 
@@ -368,5 +369,8 @@ class Indexer:
                 page_starts=pending.extracted.page_starts,
                 chunks=new_chunks,
             )
+            if pending.source.path.name.lower().endswith(".pdf"):
+                # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
+                store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
             report.chunks_written += len(new_chunks)
             (report.updated if pending.source.rel in existing else report.added).append(pending.source.rel)

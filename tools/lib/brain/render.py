@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import SearchResponse
+from .texts import page_ranges
+
+if TYPE_CHECKING:
+    from .ask import AskResult
 
 
 def as_json(data: Any) -> str:
@@ -73,10 +78,76 @@ def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
             out.append(f"   Preview: {hit.preview}")
         if explain:
             out.extend(_explain_lines(hit))
+        if hit.excerpt is not None:
+            out.extend(_excerpt_lines(hit, markdown))
     for path in response.dropped:
         out.append(f"(dropped {path}: deleted since it was indexed; run `brain index`)")
     if not response.results:
         out.append("No results.")
+    return "\n".join(out)
+
+
+def _excerpt_lines(hit: Any, markdown: bool) -> list[str]:
+    label = f"Excerpt ({len(hit.excerpt)} of {hit.content_len} chars):"
+    if markdown:
+        return [f"   {label}", "", "   ```text", *(f"   {ln}" for ln in hit.excerpt.split("\n")), "   ```", ""]
+    return [f"   {label}", *(f"   | {ln}" for ln in hit.excerpt.split("\n"))]
+
+
+def grep_text(response: GrepResponse) -> str:
+    """grep-like lines: `path:line:offset: text`, context as `path-line- text`, groups split by `--`."""
+    out: list[str] = []
+    grouped = any(m.before or m.after for m in response.matches)
+    for index, match in enumerate(response.matches):
+        if grouped and index:
+            out.append("--")
+        for n, line in enumerate(match.before):
+            out.append(f"{match.path}-{match.line - len(match.before) + n}- {line}")
+        page = f"[p. {match.page}] " if match.page is not None else ""
+        out.append(f"{match.path}:{match.line}:{match.offset}: {page}{match.text}")
+        for n, line in enumerate(match.after, 1):
+            out.append(f"{match.path}-{match.line + n}- {line}")
+    return "\n".join(out)
+
+
+def grep_notes(response: GrepResponse) -> list[str]:
+    """What goes to stderr: no matches, more matches than shown, files that could not be read."""
+    notes = [f"skipped {item['path']}: {item['reason']}" for item in response.skipped]
+    if not response.matches:
+        notes.append(f"no matches for {response.pattern!r} in {response.files_searched} files")
+    elif response.truncated:
+        notes.append(f"showing the first {len(response.matches)} matches; more exist (raise --limit, at most 500, or narrow the pattern)")
+    return notes
+
+
+def range_header(part: TextRange) -> str:
+    """One line saying which bytes, lines and pages of which file are shown."""
+    where = f"lines {part.start_line}-{part.end_line}"
+    if part.page_count:
+        where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
+    stale = " [changed on disk since indexed]" if part.stale else ""
+    return f"{part.path}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
+
+
+def ask_prompt(result: AskResult) -> str:
+    """The messages exactly as they would be sent, each under its role."""
+    out: list[str] = []
+    for message in result.messages:
+        out.extend([f"--- {message['role']} ---", message["content"]])
+    return "\n".join(out)
+
+
+def ask_sources(result: AskResult) -> str:
+    """The files and excerpts `ask` would send, then why nothing was sent."""
+    out: list[str] = []
+    for source in result.sources:
+        pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
+        size = f"{len(source.excerpt)} of {source.content_len} chars" if source.truncated else f"{source.content_len} chars"
+        out.extend([f"=== {source.path} ({size}{pages}) ===", source.excerpt, ""])
+    if not result.sources:
+        out.append("No notes match the question.")
+    if result.hint:
+        out.append(f"brain: {result.hint}")
     return "\n".join(out)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import BrainError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: extracted_text (PDF text by content hash)
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -75,6 +75,12 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
     created_at TEXT NOT NULL,
     PRIMARY KEY (hash, model)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS extracted_text (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    page_starts TEXT,
+    created_at TEXT NOT NULL
+);
 """
 
 
@@ -151,12 +157,15 @@ class Store:
 
     def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = path
-        _check_foreign(path)
-        if not path.exists():
-            if not create:
-                raise BrainError(f"no index at {path}; run `brain index` first")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._ignore_in_git(path.parent)
+        try:
+            _check_foreign(path)
+            if not path.exists():
+                if not create:
+                    raise BrainError(f"no index at {path}; run `brain index` first")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._ignore_in_git(path.parent)
+        except OSError as exc:
+            raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
         try:
             self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA busy_timeout = 30000")
@@ -353,6 +362,28 @@ class Store:
                 [(h, model, v, now) for h, v in items],
             )
 
+    # ------------------------------------------------------------ extracted text (PDFs)
+    # Extracting a PDF costs tens of milliseconds per page, so grep, get and ask
+    # read the text of an unchanged PDF from here, keyed by the sha-256 of its bytes.
+
+    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
+        """(text, page_starts) stored for a file content hash, or None."""
+        row = self.conn.execute("SELECT text, page_starts FROM extracted_text WHERE hash = ?", (hash,)).fetchone()
+        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+
+    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+        """Remember the text extracted from the file content with this hash."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO extracted_text(hash, text, page_starts, created_at) VALUES (?,?,?,?)",
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()),
+            )
+
+    def prune_extracted_text(self) -> int:
+        """Forget texts no indexed file has any more; returns how many went."""
+        with self.transaction() as conn:
+            return conn.execute("DELETE FROM extracted_text WHERE hash NOT IN (SELECT hash FROM files)").rowcount
+
     # ------------------------------------------------------------ reading for search
 
     def bm25(
@@ -477,7 +508,6 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
     """
     import fcntl
 
-    db_path.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db_path.with_name(db_path.name + ".lock")
     held: dict[str, int] = _HELD.__dict__.setdefault("counts", {})
     key = os.path.abspath(lock_path)
@@ -488,7 +518,11 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
         finally:
             held[key] -= 1
         return
-    handle = open(lock_path, "a+")
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")
+    except OSError as exc:
+        raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None
     deadline = time.monotonic() + wait_seconds
     try:
         while True:
