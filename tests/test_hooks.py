@@ -165,10 +165,12 @@ def test_sync_hook_indexes_each_commit_before_git_returns(repo: Path) -> None:
 
 def test_background_hook_returns_and_logs_its_run(repo: Path) -> None:
     assert run_cli("--root", str(repo), "hooks", "install").returncode == 0
-    write(repo, {"c.md": "# Gamma\n\nThe clinic's appointment reminders go out by SMS.\n"})
-    head = commit(repo, "add c")
+    # A rename and a copy: the background run needs no model (the burst test below embeds in the background).
+    git(repo, "mv", "a.md", "alpha.md")
+    shutil.copy(repo / "b.md", repo / "beta copy.md")
+    head = commit(repo, "rename and copy")
     log = wait_for_log(repo, f"..{head[:12]}: diff")
-    assert "1 added" in log
+    assert "1 added, 1 moved" in log and "0 chunks embedded" in log
     assert_clean(repo)
 
 
