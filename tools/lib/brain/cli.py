@@ -264,9 +264,10 @@ def _run(args: argparse.Namespace) -> int:
             raise BrainError(f"--debounce {args.debounce} must be ≥ 0 seconds", usage=True)
         watcher = brain.watcher(debounce=args.debounce)
         log_path = _log_to(brain.settings.root, "watch")
-        logging.getLogger("brain.watch").info(
-            "watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
-        watcher.run()
+        logger = logging.getLogger("brain.watch")
+        logger.info("watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
+        watcher.run(_stop_on_signals())
+        logger.info("stopped")
         return EXIT_OK
     if args.command == "schedule":
         brain = _brain(args)
@@ -274,7 +275,8 @@ def _run(args: argparse.Namespace) -> int:
         _log_to(brain.settings.root, "schedule")
         if args.once:
             return EXIT_OK if nightly.run_once() else EXIT_FAILURE
-        nightly.run()
+        nightly.run(_stop_on_signals())
+        logging.getLogger("brain.schedule").info("stopped")
         return EXIT_OK
     if args.command == "config":
         brain = _brain(args)
@@ -357,6 +359,15 @@ def _ask(args: argparse.Namespace) -> int:
         sent = ", ".join(s.path for s in result.sources)
         sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
     return EXIT_OK
+def _stop_on_signals() -> Any:
+    """An Event set by Ctrl-C or SIGTERM (systemd, launchd, kill), so a long run ends cleanly."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    return stop
 
 
 def _log_to(root: Any, name: str) -> Any:

@@ -314,15 +314,16 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         report.changed_paths = len(changes)
         paths, why = note_paths(settings, top, changes)
         report.note_paths = len(paths)
-        history = "" if is_ancestor(top, recorded, head) else " (history rewritten: amend, rebase or reset)"
+        history = "" if is_ancestor(top, recorded, head) else "; history rewritten or branch switched"
+        changed = f"{len(changes)} changed path{'' if len(changes) == 1 else 's'}"
         if why is not None:
             report.action, report.reason = "scan", why
         elif len(paths) > MAX_NAMED_PATHS:
             report.action, report.reason = "scan", f"{len(paths)} notes changed; one scan is quicker"
         elif not paths:
-            report.action, report.reason = "none", f"{len(changes)} changed paths, none of them notes{history}"
+            report.action, report.reason = "none", f"{changed}, none of them notes{history}"
         else:
-            report.action, report.reason = "diff", f"{len(changes)} changed paths{history}"
+            report.action, report.reason = "diff", f"{changed}{history}"
 
     indexer = Indexer(settings, embedder)
     if report.action == "scan":
