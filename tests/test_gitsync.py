@@ -243,9 +243,11 @@ def test_notes_in_a_subfolder_of_the_repository(tmp_path: Path) -> None:
     notes = top / "notes"
     Brain(notes).sync()
     git(top, "mv", "notes/n1.md", "notes/n one.md")
-    write(top, {"src/main.md": "# Still not notes\n", "notes/n2.md": "# N2\n\nAnother one.\n"})
+    # An ignore file outside the notes folder cannot change which notes belong: no scan for it.
+    write(top, {"src/main.md": "# Still not notes\n", "src/.gitignore": "build/\n", "notes/n2.md": "# N2\n\nAnother one.\n"})
     commit(top)
     report = Brain(notes).sync()
+    assert report.action == "diff"
     assert report.scan is not None
     assert report.scan.moved == [{"from": "n1.md", "to": "n one.md"}] and report.scan.added == ["n2.md"]
     assert_matches_tree(notes)

@@ -45,7 +45,7 @@ HOOK_MARKER = "# brain-hook:"
 HOOK_MODES = ("background", "sync")
 _SETTINGS_START = "# --- settings"
 _SETTINGS_END = "# --- end settings ---"
-# Above this many changed notes one scan is cheaper than looking at each path.
+# Above this many changed paths one scan is cheaper than looking at each path.
 MAX_NAMED_PATHS = 500
 HOOK_LOG = "hook.log"
 HOOK_LOG_MAX_BYTES = 1_000_000
@@ -223,7 +223,9 @@ def _release(slot: IO[str] | None) -> None:
 
 def _scan_reason(settings: Settings, path: Path) -> str | None:
     """Why a change to `path` needs a full scan (ignore rules or settings changed), else None."""
-    if path.name in sources.IGNORE_FILES:
+    root, folder = settings.root, path.parent
+    applies = folder == root or root in folder.parents or folder in root.parents
+    if path.name in sources.IGNORE_FILES and applies:
         return f"{path.name} changed ({path}): ignore rules may take in or leave out other files"
     if settings.config_path is not None and path == settings.config_path:
         return f"settings changed ({path})"
@@ -312,14 +314,16 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     else:
         changes = range_changes(top, recorded, head)
         report.changed_paths = len(changes)
-        paths, why = note_paths(settings, top, changes)
+        if len(changes) > MAX_NAMED_PATHS:
+            # One scan (a stat per file) beats looking at each of many paths.
+            paths, why = [], f"{len(changes)} paths changed; one scan is quicker"
+        else:
+            paths, why = note_paths(settings, top, changes)
         report.note_paths = len(paths)
         history = "" if is_ancestor(top, recorded, head) else "; history rewritten or branch switched"
         changed = f"{len(changes)} changed path{'' if len(changes) == 1 else 's'}"
         if why is not None:
             report.action, report.reason = "scan", why
-        elif len(paths) > MAX_NAMED_PATHS:
-            report.action, report.reason = "scan", f"{len(paths)} notes changed; one scan is quicker"
         elif not paths:
             report.action, report.reason = "none", f"{changed}, none of them notes{history}"
         else:
