@@ -7,15 +7,25 @@ methods and render the objects they return, so they can never disagree.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from . import gitsync
 from .config import DEFAULTS, Settings, find_root, load_settings, set_value
 from .embeddings import Embedder
 from .errors import BrainError
+from .freshness import StatusReport, index_status
+from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
-from .store import Store
+from .store import Store, writer_lock
+from .texts import TextReader
+
+if TYPE_CHECKING:
+    from .ask import AskResult
+    from .scheduler import NightlyRebuild
+    from .watcher import Watcher
 
 
 class Brain:
@@ -23,6 +33,7 @@ class Brain:
 
     def __init__(self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False) -> None:
         self.root = find_root(str(root) if root is not None else None)
+        self.config = config
         self.settings: Settings = load_settings(self.root, config)
         self.embedder = Embedder(self.settings)
         self.show_progress = show_progress
@@ -32,9 +43,55 @@ class Brain:
 
     def index(self, *, full: bool = False) -> ScanReport:
         """Bring the index up to date with the files (`full`: rebuild from scratch and swap in)."""
+        if full:
+            return self.rebuild()
         indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
-        report = indexer.rebuild() if full else indexer.scan()
+        with writer_lock(self.settings.database_path):
+            # HEAD read under the lock: a commit landing during the scan is caught up by its hook.
+            head = gitsync.current_head(self.settings)
+            report = indexer.scan()
+            if head is not None:
+                with _open(self.settings) as store:
+                    store.record_indexed_commit(head)
         self._record_cache_use(report)
+        return report
+
+    def rebuild(self) -> ScanReport:
+        """Rebuild the whole index into a new database and swap it in; the result is kept for `brain status`."""
+        db = self.settings.database_path
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        try:
+            with writer_lock(db):
+                head = gitsync.current_head(self.settings)
+                report = Indexer(self.settings, self.embedder, show_progress=self.show_progress).rebuild()
+                with _open(self.settings) as store:
+                    if head is not None:
+                        store.record_indexed_commit(head)
+                    store.record_rebuild({
+                        "at": started,
+                        "ok": True,
+                        "counts": report.counts(),
+                        "failed": [f["path"] for f in report.failed],
+                        "chunks_embedded": report.chunks_embedded,
+                        "seconds": round(report.seconds, 3),
+                    })
+        except BaseException as exc:
+            if db.exists():
+                reason = str(exc) or type(exc).__name__
+                try:
+                    with _open(self.settings) as store:
+                        store.record_rebuild({"at": started, "ok": False, "error": reason})
+                except Exception:
+                    pass  # the old index is unreadable: the error itself says enough
+            raise
+        self._record_cache_use(report)
+        return report
+
+    def sync(self, *, hook: str | None = None, queue: bool = False) -> gitsync.SyncReport:
+        """Catch the index up with git: re-index what changed from the last indexed commit to HEAD (what the hooks run)."""
+        report = gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
+        if report.scan is not None:
+            self._record_cache_use(report.scan)
         return report
 
     def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
@@ -61,6 +118,46 @@ class Brain:
         """Files that talk about `query`; see Searcher.search for the options."""
         return self.searcher.search(query, **options)
 
+    # ------------------------------------------------------------ long files and exact lookups
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        file: str | None = None,
+        context: int = 0,
+        limit: int = DEFAULT_LIMIT,
+        case_sensitive: bool = False,
+    ) -> GrepResponse:
+        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `file`)."""
+        with _open(self.settings, create=False) as store:
+            return grep(TextReader(self.settings, store), pattern, file=file, context=context, limit=limit,
+                        case_sensitive=case_sensitive)
+
+    def get_file(self, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
+        """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end)."""
+        with _open(self.settings, create=False) as store:
+            return read_range(TextReader(self.settings, store), path, offset=offset, length=length)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        budget: int | None = None,
+        max_files: int | None = None,
+        model: str | None = None,
+        show_prompt: bool = False,
+        on_token: Callable[[str], None] | None = None,
+        **search_options: Any,
+    ) -> AskResult:
+        """Answer `question` from the notes with one language-model call (see brain.ask)."""
+        from .ask import ask
+
+        with _open(self.settings, create=False) as store:
+            return ask(self.settings, TextReader(self.settings, store), self.search, question, budget=budget,
+                       max_files=max_files, model=model, show_prompt=show_prompt, on_token=on_token,
+                       search_options=search_options)
+
     # ------------------------------------------------------------ facts
 
     def stats(self) -> dict[str, Any]:
@@ -86,6 +183,39 @@ class Brain:
                 "largest_files": [{"path": p, "chunks": n} for p, n in store.largest_files()],
             }
 
+    def status(self, *, verify: bool = False) -> StatusReport:
+        """How fresh the index is: stale, missing and orphaned files (hashing every file when `verify`), commits, rebuilds."""
+        return index_status(self.settings, self.embedder, verify=verify)
+
+    # ------------------------------------------------------------ keeping fresh
+
+    def install_hooks(self, *, mode: str = "background", names: Sequence[str] = ()) -> list[gitsync.HookAction]:
+        """Install the git hooks that re-index what commits change (idempotent; foreign hooks kept and chained)."""
+        return gitsync.install_hooks(self.settings, mode=mode, names=names)
+
+    def uninstall_hooks(self, *, names: Sequence[str] = ()) -> list[gitsync.HookAction]:
+        """Remove brain's git hooks and restore the ones they replaced."""
+        return gitsync.uninstall_hooks(self.settings, names=names)
+
+    def watcher(self, *, debounce: float | None = None) -> Watcher:
+        """A Watcher for this notes root; `.run(stop)` re-indexes files as they are saved."""
+        from .watcher import DEBOUNCE_SECONDS, Watcher
+
+        return Watcher(self.settings, self.embedder, debounce=DEBOUNCE_SECONDS if debounce is None else debounce)
+
+    def nightly(self, *, at: str = "03:00") -> NightlyRebuild:
+        """A NightlyRebuild for this notes root; `.run(stop)` rebuilds every day at `at` local time.
+
+        Each run reads the settings afresh (brain.toml may change between nights)
+        and keeps this process's loaded model.
+        """
+        from .scheduler import NightlyRebuild
+
+        def rebuild() -> ScanReport:
+            return Brain(self.root, self.config).rebuild()  # the model stays loaded in this process
+
+        return NightlyRebuild(rebuild, at=at)
+
     def config_rows(self) -> list[dict[str, Any]]:
         """Every setting with its effective value and where it came from."""
         return [
@@ -103,10 +233,10 @@ class Brain:
 
 
 class _open:
-    """`with _open(settings) as store`: a Store that is closed afterwards."""
+    """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.store = Store(settings.database_path)
+    def __init__(self, settings: Settings, *, create: bool = True) -> None:
+        self.store = Store(settings.database_path, create=create)
 
     def __enter__(self) -> Store:
         return self.store

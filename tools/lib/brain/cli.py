@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import sys
 from typing import Any, Sequence
 
@@ -52,6 +55,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show how each score was made")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--format", choices=("text", "json", "markdown"), default=None)
+    p.add_argument("--excerpt-chars", type=int, default=None, metavar="N",
+                   help="also give each hit the relevant excerpt of the file (about N chars) and its full length")
+
+    p = commands.add_parser("ask", help="answer QUESTION from the notes with a language model")
+    _common(p)
+    p.add_argument("question", nargs="+", metavar="QUESTION")
+    p.add_argument("--budget", type=int, default=None, metavar="CHARS", help="characters per file sent to the model (default 8000)")
+    p.add_argument("-k", "--max-files", type=int, default=None, metavar="N", help="files sent to the model (default 5)")
+    p.add_argument("--model", default=None, help="model name for this call (default: ask.model)")
+    p.add_argument("--show-prompt", action="store_true", help="print exactly what would be sent; call nothing")
+    p.add_argument("--json", action="store_true", help="print JSON (sources, messages, answer)")
+
+    p = commands.add_parser("grep", help="regular expression (RE2) over the text of every indexed file")
+    _common(p)
+    p.add_argument("pattern", metavar="PATTERN")
+    p.add_argument("--file", default=None, metavar="PATH", help="only this indexed file (or the indexed files under this folder)")
+    p.add_argument("-C", "--context", type=int, default=0, metavar="N", help="lines of context around each match")
+    p.add_argument("--case-sensitive", action="store_true", help="match case exactly (default: ignore case)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="most matches to show (default 50, at most 500)")
+    p.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("get", help="the extracted text of an indexed file, or a byte range of it")
+    _common(p)
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--offset", type=int, default=None, metavar="N", help="first byte (UTF-8, as grep reports)")
+    p.add_argument("--length", type=int, default=None, metavar="N", help="bytes to return (default 4000 with --offset)")
+    p.add_argument("--json", action="store_true")
 
     p = commands.add_parser("eval", help="measure retrieval quality on a judged collection, per search mode")
     _common(p)
@@ -72,6 +102,40 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--json", action="store_true")
 
+    p = commands.add_parser("status", help="how fresh the index is: stale, missing, orphaned files; commits; rebuilds")
+    _common(p)
+    p.add_argument("--verify", action="store_true", help="hash every file instead of comparing size and time")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = commands.add_parser("sync", help="catch the index up with git: re-index what changed since the last indexed commit")
+    _common(p)
+    p.add_argument("--hook", default=None, metavar="NAME", help="run as the git hook NAME (one log line; merges with a waiting run)")
+    p.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)  # the hook's background run: own session
+    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    p = commands.add_parser("hooks", help="install or remove the git hooks that keep the index fresh")
+    _common(p)
+    hook_commands = p.add_subparsers(dest="hooks_command", metavar="ACTION", parser_class=_Parser)
+    hook_commands.required = True
+    install = hook_commands.add_parser("install", help="install post-commit, post-merge, post-rewrite and post-checkout")
+    _common(install)
+    install.add_argument("--sync", action="store_true", help="re-index in the foreground (git waits) instead of in the background")
+    install.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
+    install.add_argument("--json", action="store_true")
+    uninstall = hook_commands.add_parser("uninstall", help="remove brain's hooks and restore the ones they replaced")
+    _common(uninstall)
+    uninstall.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
+    uninstall.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("watch", help="re-index notes as they are saved (runs until Ctrl-C)")
+    _common(p)
+    p.add_argument("--debounce", type=float, default=1.5, metavar="SECONDS", help="quiet time before a burst of writes is indexed (default 1.5)")
+
+    p = commands.add_parser("schedule", help="rebuild the index every night (runs until Ctrl-C)")
+    _common(p)
+    p.add_argument("--at", default="03:00", metavar="HH:MM", help="local time of the daily rebuild (default 03:00)")
+    p.add_argument("--once", action="store_true", help="rebuild once now, log it like a scheduled run, and exit")
+
     p = commands.add_parser("config", help="show or change settings")
     _common(p)
     config_commands = p.add_subparsers(dest="config_command", metavar="ACTION", parser_class=_Parser)
@@ -83,7 +147,30 @@ def build_parser() -> argparse.ArgumentParser:
     _common(setter)
     setter.add_argument("key")
     setter.add_argument("value")
+    _add_front_door_commands(commands)
     return parser
+
+
+def _add_front_door_commands(commands: Any) -> None:
+    """`brain claude install`, `brain mcp`, `brain serve`: the doors for agents and programs."""
+    p = commands.add_parser("claude", help="Claude Code integration (the /memory-search slash command)")
+    _common(p)
+    claude_commands = p.add_subparsers(dest="claude_command", metavar="ACTION", parser_class=_Parser)
+    claude_commands.required = True
+    install = claude_commands.add_parser("install", help="write .claude/commands/memory-search.md into the notes folder")
+    _common(install)
+    install.add_argument("--force", action="store_true", help="replace a different existing memory-search.md")
+    install.add_argument("--json", action="store_true")
+
+    p = commands.add_parser("mcp", help="serve the notes to MCP clients (Claude Code, Claude Desktop) over stdio")
+    _common(p)
+
+    p = commands.add_parser("serve", help="serve the notes over HTTP (JSON API, OpenAPI docs at /docs)")
+    _common(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need BRAIN_HTTP_TOKEN)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH", help="also serve this notes folder at /c/NAME/ (repeatable)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="another Host name clients use to reach the server")
 
 
 def _brain(args: argparse.Namespace, progress: bool = False) -> Any:
@@ -94,6 +181,10 @@ def _brain(args: argparse.Namespace, progress: bool = False) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `brain` console script."""
+    # One query is far too small to gain from BLAS threads, and on a busy machine their
+    # spin-waiting made a whole `brain search` twice as slow (1.1 s vs 0.6 s). Must be set
+    # before numpy loads; torch (indexing) keeps its own threads.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -130,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
             path_prefix=args.path,
             where=args.where,
             chunks=args.chunks,
+            excerpt_chars=args.excerpt_chars,
         )
         print(render.search(response, fmt, explain=args.explain))
         return EXIT_OK
@@ -154,9 +246,77 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(render.as_json(report.to_dict(args.per_query)) if args.json else render.eval_table(report, markdown=args.markdown))
         return EXIT_OK
+    if args.command == "ask":
+        return _ask(args)
+    if args.command == "grep":
+        from .grep import DEFAULT_LIMIT
+
+        response = _brain(args).grep(
+            args.pattern,
+            file=args.file,
+            context=args.context,
+            limit=DEFAULT_LIMIT if args.limit is None else args.limit,
+            case_sensitive=args.case_sensitive,
+        )
+        if args.json:
+            print(render.as_json(response.to_dict()))
+        elif response.matches:
+            print(render.grep_text(response))
+        for note in render.grep_notes(response):
+            sys.stderr.write(f"brain: {note}\n")
+        return EXIT_OK
+    if args.command == "get":
+        from .grep import DEFAULT_LENGTH
+
+        whole = args.offset is None and args.length is None
+        part = _brain(args).get_file(
+            args.path,
+            offset=args.offset or 0,
+            length=None if whole else (DEFAULT_LENGTH if args.length is None else args.length),
+        )
+        if args.json:
+            print(render.as_json(part.to_dict()))
+        else:
+            sys.stderr.write(render.range_header(part) + "\n")
+            sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
+        return EXIT_OK
     if args.command == "stats":
         data = _brain(args).stats()
         print(render.as_json(data) if args.json else render.stats_text(data))
+        return EXIT_OK
+    if args.command == "status":
+        status = _brain(args).status(verify=args.verify)
+        print(render.as_json(status.to_dict()) if args.json else render.status_text(status))
+        return EXIT_OK if status.clean else EXIT_FAILURE
+    if args.command == "sync":
+        return _sync(args)
+    if args.command == "hooks":
+        brain = _brain(args)
+        if args.hooks_command == "install":
+            actions = brain.install_hooks(mode="sync" if args.sync else "background", names=args.hook)
+        else:
+            actions = brain.uninstall_hooks(names=args.hook)
+        print(render.as_json([a.to_dict() for a in actions]) if args.json else render.hook_actions_text(actions))
+        return EXIT_OK
+    if args.command == "watch":
+        brain = _brain(args)
+        if args.debounce < 0:
+            raise BrainError(f"--debounce {args.debounce} must be ≥ 0 seconds", usage=True)
+        watcher = brain.watcher(debounce=args.debounce)
+        log_path = _log_to(brain.settings.root, "watch")
+        logger = logging.getLogger("brain.watch")
+        logger.info("watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
+        watcher.run(_stop_on_signals())
+        logger.info("stopped")
+        return EXIT_OK
+    if args.command == "schedule":
+        brain = _brain(args)
+        nightly = brain.nightly(at=args.at)
+        _log_to(brain.settings.root, "schedule")
+        if args.once:
+            return EXIT_OK if nightly.run_once() else EXIT_FAILURE
+        nightly.run(_stop_on_signals())
+        logging.getLogger("brain.schedule").info("stopped")
         return EXIT_OK
     if args.command == "config":
         brain = _brain(args)
@@ -167,7 +327,136 @@ def _run(args: argparse.Namespace) -> int:
         value = brain.config_set(args.key, args.value)
         print(f"{args.key} = {value!r}")
         return EXIT_OK
+    if args.command in ("claude", "mcp", "serve"):
+        return _run_front_door(args)
     raise BrainError(f"unknown command {args.command!r}", usage=True)
+
+
+def _run_front_door(args: argparse.Namespace) -> int:
+    import os
+
+    from . import render
+    from .config import find_root
+
+    root = getattr(args, "root", None)
+    if args.command == "claude":
+        from .claude_command import install
+
+        result = install(find_root(root), force=args.force)
+        print(render.as_json(result.to_dict()) if args.json else f"{result.action}: {result.path}")
+        return EXIT_OK
+
+    from .served import DEFAULT_CORPUS, Corpora, parse_corpus
+
+    # The --root folder (or BRAIN_ROOT, or the one around the cwd) is the default corpus,
+    # unless only --corpus folders are named: then the first of them is.
+    corpora = Corpora()
+    named = [parse_corpus(text) for text in getattr(args, "corpus", [])]
+    if root is not None or os.environ.get("BRAIN_ROOT") or not named:
+        corpora.add(DEFAULT_CORPUS, find_root(root), getattr(args, "config", None), default=True)
+    for name, path in named:
+        corpora.add(name, path)
+    if args.command == "mcp":
+        from .mcp_server import serve_stdio
+
+        serve_stdio(corpora.default)
+        return EXIT_OK
+    from .http_server import serve
+
+    serve(corpora, host=args.host, port=args.port, allow_hosts=args.allow_host)
+    return EXIT_OK
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from . import render
+
+    streaming = not args.json and not args.show_prompt
+
+    def write(token: str) -> None:
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+    result = _brain(args).ask(
+        " ".join(args.question),
+        budget=args.budget,
+        max_files=args.max_files,
+        model=args.model,
+        show_prompt=args.show_prompt,
+        on_token=write if streaming else None,
+    )
+    if args.json:
+        data = result.to_dict()
+        if args.show_prompt:
+            data["request"] = result.request()
+        print(render.as_json(data))
+    elif args.show_prompt:
+        print(render.ask_prompt(result))
+    elif result.answer is None:
+        print(render.ask_sources(result))
+    else:
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        sent = ", ".join(s.path for s in result.sources)
+        sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
+    return EXIT_OK
+def _stop_on_signals() -> Any:
+    """An Event set by Ctrl-C or SIGTERM (systemd, launchd, kill), so a long run ends cleanly."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    return stop
+
+
+def _log_to(root: Any, name: str) -> Any:
+    """Log brain.<name> to stderr and to <root>/.brain/<name>.log, one timestamped line per event."""
+    import logging
+
+    folder = root / ".brain"
+    folder.mkdir(exist_ok=True)
+    if not (folder / ".gitignore").exists():
+        (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+    path = folder / f"{name}.log"
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
+    logger = logging.getLogger(f"brain.{name}")
+    logger.setLevel(logging.INFO)
+    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(path, encoding="utf-8")):
+        handler.setFormatter(formatter)
+        logger.addHandler(handler)
+    return path
+
+
+def _sync(args: argparse.Namespace) -> int:
+    """`brain sync`; as a hook (--hook) every outcome, errors included, is one timestamped log line on stdout."""
+    import time
+
+    from . import render
+
+    if args.detach:
+        with contextlib.suppress(OSError):
+            os.setsid()  # leave git's session: no terminal signal reaches the background run
+    try:
+        brain = _brain(args)
+        report = brain.sync(hook=args.hook, queue=bool(args.hook))
+    except BaseException as exc:
+        if not args.hook:
+            raise
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if isinstance(exc, BrainError):
+            print(f"{when} {args.hook}: failed: {exc}", flush=True)
+        else:
+            import traceback
+
+            print(f"{when} {args.hook}: failed: {type(exc).__name__}: {exc}\n{traceback.format_exc().rstrip()}", flush=True)
+        return EXIT_FAILURE
+    print(render.as_json(report.to_dict()) if args.json else render.sync_text(report), flush=True)
+    if args.hook:
+        from .gitsync import HOOK_LOG, rotate_log
+
+        rotate_log(brain.settings.root / ".brain" / HOOK_LOG)
+    return EXIT_OK if report.ok else EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ as the person wrote them.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "embedding.model": BUNDLED_MODEL,
     "embedding.device": "cpu",
     "embedding.batch_size": 32,
+    "embedding.precision": "auto",
     "chunking.chunk_chars": 1600,
     "chunking.overlap_chars": 320,
     "chunking.max_tokens": 0,
@@ -40,6 +42,13 @@ DEFAULTS: dict[str, Any] = {
     "search.fusion": "linear",
     "search.vector_spread": 0.1,
     "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
+    # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
+    "ask.model": "",
+    "ask.base_url": "",
+    "ask.api_key_env": "OPENAI_API_KEY",  # the NAME of the variable holding the key, never the key
+    "ask.budget_chars": 8000,
+    "ask.max_files": 5,
+    "ask.timeout_seconds": 120.0,
 }
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")
@@ -141,14 +150,16 @@ def coerce(key: str, value: Any, source: str) -> Any:
             raise ValueError
         return value
     except (ValueError, KeyError, TypeError):
-        kind = type(default).__name__
-        raise BrainError(f"{source}: {key} must be a {kind}, got {value!r}") from None
+        kind = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings"}.get(type(default), "a string")
+        raise BrainError(f"{source}: {key} must be {kind}, got {value!r}") from None
 
 
 def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
     def bad(key: str, rule: str) -> BrainError:
         return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
 
+    if values["embedding.precision"] not in ("auto", "float32", "bfloat16"):
+        raise bad("embedding.precision", "must be auto, float32 or bfloat16")
     if values["search.mode"] not in SEARCH_MODES:
         raise bad("search.mode", "must be one of hybrid, bm25, vector")
     if values["search.fusion"] not in FUSION_METHODS:
@@ -170,6 +181,18 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("max_file_mb", "must be positive")
     if not values["roots"]:
         raise bad("roots", "must name at least one folder")
+    if values["ask.budget_chars"] < 200:
+        raise bad("ask.budget_chars", "must be at least 200")
+    if values["ask.max_files"] < 1:
+        raise bad("ask.max_files", "must be at least 1")
+    if values["ask.timeout_seconds"] <= 0:
+        raise bad("ask.timeout_seconds", "must be positive")
+    if values["ask.api_key_env"] and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", values["ask.api_key_env"]):
+        # Never echo the value: it may be a key pasted by mistake.
+        raise BrainError(
+            f"{origins['ask.api_key_env']}: ask.api_key_env must be the NAME of an environment variable "
+            "(like OPENAI_API_KEY); put the key in that variable, never in the settings"
+        )
 
 
 def env_name(key: str) -> str:

@@ -175,6 +175,19 @@ def _light_encoder_fits(folder: Path) -> bool:
     )
 
 
+def _native_bfloat16() -> bool:
+    """True when the CPU has bfloat16 instructions (AVX512-BF16 or AMX), read without importing torch."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
 def text_hash(text: str) -> str:
     import hashlib
 
@@ -219,7 +232,7 @@ class Embedder:
         self._tokenizer: Any = None
         self._light: NumpyBert | None = None
         self._max_tokens: int | None = None
-        self.precision = "float32"
+        self._precision: str | None = None
 
     @property
     def identity(self) -> str:
@@ -277,6 +290,9 @@ class Embedder:
         return self.count_tokens
 
     def _load_model(self) -> Any:
+        if self.source.folder is None and os.environ.get("HF_HUB_OFFLINE") != "0":
+            # Never wait on the network by surprise: downloading is opt-in.
+            raise self._missing("not in the local model cache; to download it once, run with HF_HUB_OFFLINE=0 on a machine with internet")
         key = (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
         if self._model is None and key in _LOADED:
             self._model = _LOADED[key]
@@ -315,19 +331,39 @@ class Embedder:
                 pass
         return int(self._load_model().get_sentence_embedding_dimension())
 
+    @property
+    def precision(self) -> str:
+        """float32, or bfloat16 where the processor computes it natively (`embedding.precision = auto`).
+
+        bfloat16 roughly doubles document encoding speed on such processors while
+        vectors stay within cosine 0.9999 of float32 (checked by a test and the benchmark).
+        """
+        if self._precision is None:
+            wanted = str(self.settings["embedding.precision"])
+            if wanted == "auto":
+                wanted = "bfloat16" if _native_bfloat16() else "float32"
+            self._precision = wanted
+        return self._precision
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 vectors for chunk texts (torch, batched)."""
+        """Normalised float32 vectors for chunk texts (torch, batched, longest first)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load_model()
-        vectors = model.encode(
-            list(texts),
+        options = dict(
             batch_size=int(self.settings["embedding.batch_size"]),
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        if self.precision == "bfloat16" and str(self.settings["embedding.device"]) == "cpu":
+            import torch
+
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                vectors = np.asarray(model.encode(list(texts), **options), dtype=np.float32)
+            # Normalise again in float32: bfloat16 rounding leaves norms a hair off 1.
+            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return np.asarray(model.encode(list(texts), **options), dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised vector of one query, without torch when the light encoder fits."""
@@ -348,7 +384,7 @@ class Embedder:
         return self.encode_documents([text])[0]
 
     def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
-        """Vectors for texts, reusing cached ones; returns (vectors, cache hits). New ones are cached."""
+        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached."""
         hashes = [text_hash(t) for t in texts]
         found = cache.cached_vectors(self.identity, list(set(hashes)))
         missing = [i for i, h in enumerate(hashes) if h not in found]
@@ -366,4 +402,4 @@ class Embedder:
         out = np.empty((len(texts), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = np.frombuffer(by_hash[h], dtype=np.float32)
-        return out, len(texts) - len(missing)
+        return out, len(texts) - len(unique)

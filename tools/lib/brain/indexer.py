@@ -143,18 +143,27 @@ class Indexer:
             return self._rebuild_locked(discovery, started)
 
     def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
-        """Re-index the named files only; a path gone from disk leaves the index."""
+        """Re-index the named files only; a path gone from disk leaves the index.
+
+        Naming both ends of a rename (the old path gone, the new one present with
+        the same content) moves the file's row: nothing is re-embedded.
+        """
         started = time.monotonic()
         if not paths:
             raise BrainError("no paths given; name the files to re-index", usage=True)
         picked: list[sources.SourceFile] = []
         report = ScanReport()
         gone: list[str] = []
+        seen: set[str] = set()
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
                 report.failed.append({"path": str(raw), "reason": found.split(": ", 1)[-1]})
-            elif found.size < 0:
+                continue
+            if found.rel in seen:
+                continue
+            seen.add(found.rel)
+            if found.size < 0:
                 gone.append(found.rel)
             else:
                 picked.append(found)
@@ -168,10 +177,11 @@ class Indexer:
                     raise BrainError(f"{mismatch}; run `brain index` to rebuild the index first")
                 store.set_meta(wanted)
                 existing = store.all_files()
-                removed = [p for p in gone if p in existing]
-                store.remove_files(removed)
-                report.removed.extend(removed)
-                self._index_files(store, picked, existing, report)
+                # Gone files are offered to the new ones as move sources first; the rest leave.
+                gone_rows = {p: existing[p] for p in gone if p in existing}
+                self._index_files(store, picked, existing, report, gone_rows)
+                store.remove_files(sorted(gone_rows))
+                report.removed.extend(sorted(gone_rows))
             finally:
                 store.close()
         report.model = self.embedder.identity
@@ -196,18 +206,46 @@ class Indexer:
             fresh.checkpoint()
         finally:
             fresh.close()
-        if db_path.exists():
-            old = Store(db_path)
-            old.checkpoint()
-            old.close()
-        os.replace(fresh_path, db_path)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(str(fresh_path) + suffix)
+        self._swap_in(fresh_path, db_path)
         report.rebuilt = True
         report.database = str(db_path)
         report.seconds = time.monotonic() - started
         return report
+
+    @staticmethod
+    def _swap_in(fresh_path: Path, db_path: Path) -> None:
+        """Make the fresh database the live one, atomically for every reader.
+
+        The pages are copied into the live file in one write transaction (SQLite's
+        backup API): a reader sees the old index or the new one, never a mix, and a
+        process that keeps the file open (a server) sees the new index on its next
+        query. Renaming the new file over the old one would leave such a process on
+        the old file for good, and pair the new file with the old one's -wal/-shm.
+        An interruption before the commit leaves the old index as it was.
+        """
+        if db_path.exists():
+            live = Store(db_path)  # a foreign or damaged file stops the rebuild here, untouched
+            try:
+                source = sqlite3.connect(str(fresh_path), isolation_level=None)
+                try:
+                    source.backup(live.conn)
+                    copied = True
+                except sqlite3.OperationalError:
+                    copied = False  # e.g. a different page size: fall back to renaming
+                finally:
+                    source.close()
+                live.checkpoint()
+            finally:
+                live.close()
+            if copied:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(str(fresh_path) + suffix)
+                return
+        os.replace(fresh_path, db_path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(fresh_path) + suffix)
 
     @staticmethod
     def _copy_cache(fresh: Store, old_path: Path) -> None:
@@ -231,6 +269,7 @@ class Indexer:
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
+        store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         return report
 
@@ -333,5 +372,8 @@ class Indexer:
                 page_starts=pending.extracted.page_starts,
                 chunks=new_chunks,
             )
+            if pending.source.path.name.lower().endswith(".pdf"):
+                # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
+                store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
             report.chunks_written += len(new_chunks)
             (report.updated if pending.source.rel in existing else report.added).append(pending.source.rel)

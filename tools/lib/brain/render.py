@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import SearchResponse
+from .texts import page_ranges
+
+if TYPE_CHECKING:
+    from .ask import AskResult
 
 
 def as_json(data: Any) -> str:
@@ -84,10 +90,76 @@ def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
             out.append(f"   Preview: {hit.preview}")
         if explain:
             out.extend(_explain_lines(hit))
+        if hit.excerpt is not None:
+            out.extend(_excerpt_lines(hit, markdown))
     for path in response.dropped:
         out.append(f"(dropped {path}: deleted since it was indexed; run `brain index`)")
     if not response.results:
         out.append("No results.")
+    return "\n".join(out)
+
+
+def _excerpt_lines(hit: Any, markdown: bool) -> list[str]:
+    label = f"Excerpt ({len(hit.excerpt)} of {hit.content_len} chars):"
+    if markdown:
+        return [f"   {label}", "", "   ```text", *(f"   {ln}" for ln in hit.excerpt.split("\n")), "   ```", ""]
+    return [f"   {label}", *(f"   | {ln}" for ln in hit.excerpt.split("\n"))]
+
+
+def grep_text(response: GrepResponse) -> str:
+    """grep-like lines: `path:line:offset: text`, context as `path-line- text`, groups split by `--`."""
+    out: list[str] = []
+    grouped = any(m.before or m.after for m in response.matches)
+    for index, match in enumerate(response.matches):
+        if grouped and index:
+            out.append("--")
+        for n, line in enumerate(match.before):
+            out.append(f"{match.path}-{match.line - len(match.before) + n}- {line}")
+        page = f"[p. {match.page}] " if match.page is not None else ""
+        out.append(f"{match.path}:{match.line}:{match.offset}: {page}{match.text}")
+        for n, line in enumerate(match.after, 1):
+            out.append(f"{match.path}-{match.line + n}- {line}")
+    return "\n".join(out)
+
+
+def grep_notes(response: GrepResponse) -> list[str]:
+    """What goes to stderr: no matches, more matches than shown, files that could not be read."""
+    notes = [f"skipped {item['path']}: {item['reason']}" for item in response.skipped]
+    if not response.matches:
+        notes.append(f"no matches for {response.pattern!r} in {response.files_searched} files")
+    elif response.truncated:
+        notes.append(f"showing the first {len(response.matches)} matches; more exist (raise --limit, at most 500, or narrow the pattern)")
+    return notes
+
+
+def range_header(part: TextRange) -> str:
+    """One line saying which bytes, lines and pages of which file are shown."""
+    where = f"lines {part.start_line}-{part.end_line}"
+    if part.page_count:
+        where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
+    stale = " [changed on disk since indexed]" if part.stale else ""
+    return f"{part.path}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
+
+
+def ask_prompt(result: AskResult) -> str:
+    """The messages exactly as they would be sent, each under its role."""
+    out: list[str] = []
+    for message in result.messages:
+        out.extend([f"--- {message['role']} ---", message["content"]])
+    return "\n".join(out)
+
+
+def ask_sources(result: AskResult) -> str:
+    """The files and excerpts `ask` would send, then why nothing was sent."""
+    out: list[str] = []
+    for source in result.sources:
+        pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
+        size = f"{len(source.excerpt)} of {source.content_len} chars" if source.truncated else f"{source.content_len} chars"
+        out.extend([f"=== {source.path} ({size}{pages}) ===", source.excerpt, ""])
+    if not result.sources:
+        out.append("No notes match the question.")
+    if result.hint:
+        out.append(f"brain: {result.hint}")
     return "\n".join(out)
 
 
@@ -112,6 +184,122 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
     width = max(len(r["key"]) for r in rows)
     for row in rows:
         lines.append(f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})")
+    return "\n".join(lines)
+
+
+def sync_text(report: Any) -> str:
+    """One line per git sync (what a hook writes to .brain/hook.log): when, hook, commits, action and why, counts, time."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    span = f" {(report.from_commit or 'none')[:12]}..{report.to_commit[:12]}" if report.to_commit else ""
+    line = f"{when} {report.hook or 'sync'}{span}: {report.action}"
+    if report.reason:
+        line += f" ({report.reason})"
+    if report.scan is not None:
+        counts = ", ".join(f"{n} {name}" for name, n in report.scan.counts().items() if n and name != "unchanged")
+        line += f" → {counts or 'nothing changed'}; {report.scan.chunks_embedded} chunks embedded"
+    line += f" in {report.seconds:.2f}s"
+    if report.scan is not None:
+        for move in report.scan.moved:
+            line += f"\n    moved {move['from']} → {move['to']}"
+        for item in report.scan.failed:
+            line += f"\n    failed {item['path']}: {item['reason']}"
+    return line
+
+
+def hook_actions_text(actions: list[Any]) -> str:
+    """What `brain hooks install/uninstall` did, one hook per line."""
+    lines = []
+    for action in actions:
+        line = f"{action.hook:<14} {action.action:<10} {action.path}"
+        if action.legacy and action.action in ("installed", "updated", "unchanged"):
+            line += f"  (the hook that was there runs first, from {Path(action.legacy).name})"
+        elif action.action == "restored":
+            line += "  (the hook that was there before brain's is back)"
+        elif action.action == "not-ours":
+            line += "  (not brain's hook; left alone)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _paths_block(label: str, paths: list[str], limit: int = 20) -> list[str]:
+    lines = [f"  {label:<10} {p}" for p in paths[:limit]]
+    if len(paths) > limit:
+        lines.append(f"  {'':<10} … and {len(paths) - limit} more (see --json)")
+    return lines
+
+
+def status_text(report: Any) -> str:
+    """`brain status`: the verdict first, then the counts, the files at fault, commits, rebuild, model and hooks."""
+    how = "hashed every file" if report.verified else "by size and time; --verify hashes every file"
+    if not report.database_exists:
+        verdict = f"NOT INDEXED: no index at {report.database}; run `brain index`"
+    elif report.clean:
+        verdict = f"clean: the index matches the files ({how})"
+    else:
+        problems = [f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)]
+        if report.model_mismatch:
+            problems.append("model changed")
+        verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); run `brain index` to fix"
+    lines = [
+        verdict,
+        f"root        {report.root}",
+        f"database    {report.database}",
+        f"files       {report.files_on_disk} on disk, {report.files_indexed} indexed",
+        f"stale       {len(report.stale)}  (changed on disk since indexed)",
+        f"missing     {len(report.missing)}  (on disk, not indexed)",
+        f"orphaned    {len(report.orphaned)}  (indexed, gone from disk)",
+    ]
+    lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
+    if report.unreadable:
+        lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
+        lines += [f"  {item['path']}: {item['reason']}" for item in report.unreadable[:20]]
+    short = lambda c: c[:12] if c else "none"  # noqa: E731
+    git = {
+        "current": "current",
+        "behind": f"{report.commits_behind} commits behind HEAD",
+        "rewritten": "not an ancestor of HEAD (amend/rebase); the next sync diffs the two trees",
+        "no-record": "no commit recorded; the next sync scans",
+        "no-commits": "no commits yet",
+        "no-git": "not a git repository",
+        "unknown": "unknown (git failed)",
+    }[report.history]
+    lines.append(f"git         HEAD {short(report.head_commit)}, indexed {short(report.indexed_commit)}: {git}")
+    sync = report.last_sync
+    if sync:
+        counts = ", ".join(f"{n} {k}" for k, n in (sync.get("counts") or {}).items() if n and k != "unchanged")
+        lines.append(f"last sync   {sync.get('at')} {sync.get('hook') or 'sync'}: {sync.get('action')}"
+                     f"{' → ' + counts if counts else ''}")
+    lines.append(f"last scan   {report.last_scan or 'never'}")
+    rebuild = report.last_rebuild
+    if rebuild:
+        if rebuild.get("ok"):
+            counts = ", ".join(f"{n} {k}" for k, n in (rebuild.get("counts") or {}).items() if n)
+            lines.append(f"rebuilt     {rebuild.get('at')}: ok ({counts}) in {rebuild.get('seconds')}s")
+        else:
+            lines.append(f"rebuilt     {rebuild.get('at')}: FAILED: {rebuild.get('error')}")
+    else:
+        lines.append("rebuilt     never")
+    model = report.model or "none"
+    lines.append(f"model       {model} ({report.dimension or '?'} dims), chunking {report.chunking or '?'}, "
+                 f"schema {report.schema_version if report.schema_version is not None else '?'} (reads {report.schema_supported})")
+    if report.model_mismatch:
+        lines.append(f"            {report.model_mismatch}; run `brain index` to re-embed")
+    installed = [h for h in report.hooks if h["installed"]]
+    if not report.hooks:
+        lines.append("hooks       none (not a git repository)")
+    elif not installed:
+        lines.append("hooks       not installed; `brain hooks install` keeps the index in step with commits")
+    else:
+        for hook in report.hooks:
+            if not hook["installed"]:
+                state = "foreign hook, not brain's" if hook["foreign"] else "not installed"
+            else:
+                state = f"{hook['mode']}, {hook['interpreter']}"
+                if not hook["interpreter_found"]:
+                    state += " (INTERPRETER MISSING: run `brain hooks install` again)"
+                if hook["legacy"]:
+                    state += ", runs the previous hook first"
+            lines.append(f"hook        {hook['hook']:<14} {state}")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from .store import ChunkRow, FileRow, Store
+from .texts import MIN_EXCERPT_CHARS, TextReader, add_excerpts
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
@@ -42,11 +43,17 @@ class SearchHit:
     pages: list[int] = field(default_factory=list)
     chunk_id: int = 0
     explain: dict[str, Any] | None = None
+    # Only with `excerpt_chars`: the relevant excerpt of the current file and its full length.
+    excerpt: str | None = None
+    content_len: int | None = None
 
-    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+    def to_dict(self, explain: bool = False, excerpts: bool = False) -> dict[str, Any]:
         data = asdict(self)
         if not explain:
             data.pop("explain")
+        if not excerpts and self.content_len is None:  # without excerpts the JSON keeps its exact shape
+            data.pop("excerpt")
+            data.pop("content_len")
         return data
 
 
@@ -59,15 +66,20 @@ class SearchResponse:
     results: list[SearchHit]
     dropped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    excerpt_chars: int | None = None  # set when hits carry excerpts
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
-        return {
+        excerpts = self.excerpt_chars is not None
+        data = {
             "query": self.query,
             "mode": self.mode,
-            "results": [hit.to_dict(explain) for hit in self.results],
+            "results": [hit.to_dict(explain, excerpts) for hit in self.results],
             "dropped": self.dropped,
             "seconds": round(self.seconds, 4),
         }
+        if excerpts:
+            data["excerpt_chars"] = self.excerpt_chars
+        return data
 
 
 @dataclass(frozen=True)
@@ -350,11 +362,14 @@ class Searcher:
         where: list[str] | None = None,
         chunks: bool = False,
         fusion: str | None = None,
+        excerpt_chars: int | None = None,
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
         `fusion` (hybrid mode) is one of FUSION_METHODS; `vector_weight` is the
         share of the semantic half in it. Both default to the settings.
+        `excerpt_chars`: each hit also carries the relevant excerpt (about that
+        many characters) of its file as it is now, and `content_len`.
         """
         started = time.monotonic()
         mode = mode or str(self.settings["search.mode"])
@@ -376,6 +391,8 @@ class Searcher:
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         filters = [parse_filter(w) for w in (where or [])]
+        if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
+            raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
         store = self.store
         allowed = self._allowed_files(path_prefix, filters)
@@ -433,7 +450,11 @@ class Searcher:
             hits.append(hit)
             if len(hits) >= limit:
                 break
-        return SearchResponse(query=query, mode=mode, results=hits, dropped=dropped, seconds=time.monotonic() - started)
+        response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
+        if excerpt_chars is not None:
+            add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
+        response.seconds = time.monotonic() - started
+        return response
 
     def _candidates(self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None) -> Candidates:
         """The top `pool` chunks of each half, every one with both of its raw scores."""
@@ -487,10 +508,12 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = (path_prefix or "").replace("\\", "/").lstrip("./") if path_prefix else ""
+        prefix = (path_prefix or "").replace("\\", "/").strip()
+        while prefix.startswith("./"):
+            prefix = prefix[2:]
         allowed: set[int] = set()
         for row in self.store.all_files().values():
-            if prefix and not (row.path == prefix or row.path.startswith(prefix.rstrip("/") + "/") or row.path.startswith(prefix)):
+            if not row.path.startswith(prefix):
                 continue
             if all(f.matches(row.metadata) for f in filters):
                 allowed.add(row.id)

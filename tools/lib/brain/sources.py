@@ -205,9 +205,10 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
                 yield from _walk(path, rules, db_dir, found)
                 continue
             if entry.is_symlink():
-                # Symlinked files are read through; symlinked folders are not walked (no loops).
+                # Symlinked files are read through when they stay inside the notes root;
+                # symlinked folders are not walked (no loops), and nothing outside leaks in.
                 target = path.resolve()
-                if not target.is_file():
+                if not target.is_file() or not target.is_relative_to(settings.root):
                     continue
             if rules.is_ignored(path, is_dir=False):
                 continue

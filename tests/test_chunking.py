@@ -1,0 +1,89 @@
+"""Chunking: line spans, heading paths, code kept out of embeddings, nothing past the model's limit."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from brain.chunking import chunk_text
+from brain.config import load_settings
+from brain.embeddings import Embedder
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(load_settings(tmp_path_factory.mktemp("cfg")))
+
+
+def chunks_of(embedder: Embedder, text: str, **options: int) -> list:
+    return chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens, **options)
+
+
+def test_line_spans_and_heading_paths(embedder: Embedder) -> None:
+    text = "# Project\nintro line\n\n## Deploy\nuse nginx\n\n### SSL\nrenew certs\n\n## Other\nend\n"
+    chunks = chunks_of(embedder, text, chunk_chars=30, overlap_chars=0)
+    lines = text.split("\n")
+    for chunk in chunks:
+        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+    ssl = next(c for c in chunks if "renew certs" in c.text)
+    assert ssl.heading_path.endswith("## Deploy > ### SSL")
+    assert ssl.heading_path.startswith("# Project")
+
+
+def test_overlap_repeats_trailing_lines(embedder: Embedder) -> None:
+    text = "\n".join(f"line number {i} with some words" for i in range(60))
+    chunks = chunks_of(embedder, text, chunk_chars=300, overlap_chars=80)
+    assert len(chunks) > 3
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.start_line <= before.end_line  # overlap
+        assert after.start_line > before.start_line  # progress
+
+
+def test_code_is_indexed_for_keywords_but_not_embedded(embedder: Embedder) -> None:
+    text = "# Setup\nInstall the server.\n```bash\nsudo apt install nginx-extras\n```\nThen restart.\n"
+    (chunk,) = chunks_of(embedder, text)
+    assert "nginx-extras" in chunk.text
+    assert "nginx-extras" not in chunk.embed_text
+    assert "Install the server." in chunk.embed_text and "Then restart." in chunk.embed_text
+    assert chunk.embed_text.startswith("Setup\n")  # heading path gives context to the vector
+
+
+def test_a_chunk_of_only_code_is_keyword_only(embedder: Embedder) -> None:
+    code = "\n".join(f"    call_function_{i}(argument_{i})" for i in range(200))
+    text = f"```python\n{code}\n```\n"
+    chunks = chunks_of(embedder, text)
+    assert chunks and all(c.embed_text == "" for c in chunks)
+
+
+def test_no_chunk_is_longer_than_the_model_reads(embedder: Embedder) -> None:
+    rng = random.Random(7)
+    words = "il progetto usa Laravel configurazione élan naïve Straße 東京 🚀 supercalifragilistic ERR-4821 #1234".split()
+    paragraphs = []
+    for _ in range(80):
+        paragraphs.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 120))))
+    paragraphs.append("x" * 5000)  # one giant word
+    paragraphs.append(" ".join(["token"] * 2000))  # one giant line
+    text = "\n".join(paragraphs)
+    chunks = chunks_of(embedder, text, chunk_chars=4000, overlap_chars=200)
+    tokenizer = embedder.tokenizer
+    longest = 0
+    for chunk in chunks:
+        # The model's own tokenizer, with its special tokens, exactly as the model sees the text.
+        n = len(tokenizer.encode(chunk.embed_text, add_special_tokens=True).ids)
+        longest = max(longest, n)
+        assert n <= embedder.max_tokens, (n, chunk.start_line)
+    assert longest > embedder.max_tokens * 0.7  # chunks are filled, not tiny
+    covered = {line for c in chunks for line in range(c.start_line, c.end_line + 1)}
+    assert covered == set(range(1, len(paragraphs) + 1))  # nothing skipped
+
+
+def test_example_notes_never_truncate(embedder: Embedder) -> None:
+    from brain.sources import extract_bytes
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "brain"
+    for path in root.rglob("*.md"):
+        extracted = extract_bytes(path.name, path.read_bytes())
+        for chunk in chunks_of(embedder, extracted.text):
+            assert len(embedder.tokenizer.encode(chunk.embed_text).ids) <= embedder.max_tokens

@@ -1,0 +1,164 @@
+"""The `brain` command and the tools/vector scripts as real processes: contract, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PROJECT, run_cli, write
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert result.stderr.startswith("brain: ") and result.stderr.count("\n") == 1, result.stderr
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_is_fast_and_does_not_import_torch() -> None:
+    code = "import sys; from brain.cli import build_parser; build_parser(); import brain; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
+    assert out.stdout.strip() == "False False"
+    result = run_cli("--help")
+    assert result.returncode == 0 and "search" in result.stdout
+
+
+def test_index_json_and_search_json_contract(example_notes: Path) -> None:
+    result = run_cli("--root", str(example_notes), "index", "--yes", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["counts"]["added"] == 17 and report["failed"] == []
+    result = run_cli("search", "nginx SSL certificate", "--json", "-k", "3", cwd=example_notes / "diary")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["query"] == "nginx SSL certificate" and data["mode"] == "hybrid"
+    assert len(data["results"]) == 3
+    for hit in data["results"]:
+        assert {"path", "score", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale"} <= hit.keys()
+        assert "\\" not in hit["path"] and not hit["path"].startswith("/")
+    text = run_cli("--root", str(example_notes), "search", "nginx", "SSL", "--mode", "bm25", "--explain")
+    assert text.returncode == 0 and "Score:" in text.stdout and "Lines:" in text.stdout and "bm25" in text.stdout
+    stats = run_cli("--root", str(example_notes), "stats", "--json")
+    assert json.loads(stats.stdout)["files"] == 17
+
+
+def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
+    scripts = PROJECT / "tools" / "vector"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    index = subprocess.run([sys.executable, str(scripts / "index_brain.py"), "--yes", "--json", "--root", str(example_notes)],
+                           capture_output=True, text=True, env=env)
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["counts"]["added"] == 17
+    via_script = subprocess.run([sys.executable, str(scripts / "search.py"), "torta al cioccolato", "--json", "--root", str(example_notes)],
+                                capture_output=True, text=True, env=env)
+    via_cli = run_cli("--root", str(example_notes), "search", "torta al cioccolato", "--json")
+    strip = lambda out: [{k: v for k, v in h.items()} for h in json.loads(out)["results"]]  # noqa: E731
+    assert strip(via_script.stdout) == strip(via_cli.stdout)
+    (example_notes / "notes" / "reading-list.txt").write_text("only one book now: Moby Dick\n")
+    reindex = subprocess.run([sys.executable, str(scripts / "reindex_file.py"), str(example_notes / "notes" / "reading-list.txt"),
+                              "--json", "--root", str(example_notes)], capture_output=True, text=True, env=env)
+    assert reindex.returncode == 0, reindex.stderr
+    assert json.loads(reindex.stdout)["updated"] == ["notes/reading-list.txt"]
+
+
+def test_usage_errors_exit_2(example_notes: Path) -> None:
+    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--mode", "fuzzy"), 2, "invalid choice")
+    one_line_error(run_cli("--root", str(example_notes), "frobnicate"), 2, "invalid choice")
+    run_cli("--root", str(example_notes), "index")
+    one_line_error(run_cli("--root", str(example_notes), "search", "  "), 2, "empty query")
+    one_line_error(run_cli("--root", str(example_notes), "search", "?!*"), 2, "no words")
+    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--where", "status"), 2, "key=value")
+
+
+def test_missing_root_and_root_that_is_a_file(tmp_path: Path) -> None:
+    one_line_error(run_cli("--root", str(tmp_path / "nope"), "index"), 1, "does not exist")
+    write(tmp_path, {"file.md": "x"})
+    one_line_error(run_cli("--root", str(tmp_path / "file.md"), "index"), 1, "is a file")
+
+
+def test_search_before_any_index(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "x"})
+    one_line_error(run_cli("--root", str(tmp_path), "search", "x"), 1, "run `brain index` first")
+    assert not (tmp_path / ".brain" / "brain.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        ("junk", "not an SQLite database"),
+        ("foreign", "another program"),
+        ("newer", "newer brain"),
+    ],
+)
+def test_bad_database_file_is_refused_and_kept(tmp_path: Path, make: str, fragment: str) -> None:
+    write(tmp_path, {"a.md": "apple"})
+    db = tmp_path / ".brain" / "brain.sqlite"
+    db.parent.mkdir()
+    if make == "junk":
+        db.write_bytes(b"this is not a database at all" * 10)
+    elif make == "foreign":
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
+    else:
+        run_cli("--root", str(tmp_path), "index")
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = db.read_bytes()
+    for command in (["index"], ["search", "apple"], ["stats"]):
+        one_line_error(run_cli("--root", str(tmp_path), *command), 1, fragment)
+    assert db.read_bytes() == before
+
+
+def test_model_that_cannot_load_offline_fails_fast(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "apple", "brain.toml": "[embedding]\nmodel = \"no-such-org/no-such-model\"\n"})
+    result = run_cli("--root", str(tmp_path), "index", env={"HF_HUB_OFFLINE": ""}, timeout=60)
+    one_line_error(result, 1, "cannot be loaded offline")
+
+
+def test_bad_ignore_pattern_stops_the_scan_before_writing(example_notes: Path) -> None:
+    assert run_cli("--root", str(example_notes), "index").returncode == 0
+    db = example_notes / ".brain" / "brain.sqlite"
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT path, hash FROM files ORDER BY path").fetchall()
+    (example_notes / "diary" / "new.md").write_text("a new diary entry")
+    (example_notes / "diary" / ".brainignore").write_text("ok\nbad[z-a]\n")
+    one_line_error(run_cli("--root", str(example_notes), "index"), 1, "diary/.brainignore:2:")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT path, hash FROM files ORDER BY path").fetchall() == before
+
+
+def test_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root reads anything: run the scan as an unprivileged user, in a folder it can reach.
+        import shutil
+        import tempfile
+
+        notes = Path(tempfile.mkdtemp(prefix="brain-unreadable-"))
+        notes.chmod(0o777)
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "brain"]
+    else:
+        notes = tmp_path
+        command = [sys.executable, "-m", "brain"]
+    try:
+        write(notes, {"ok.md": "fine", "locked.md": "secret"})
+        (notes / "locked.md").chmod(0)
+        result = subprocess.run(
+            [*command, "--root", str(notes), "index", "--json"], capture_output=True, text=True,
+            env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"), HOME=str(notes)),
+        )
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert report["added"] == ["ok.md"]
+        assert report["failed"] == [{"path": "locked.md", "reason": "permission denied; make the file readable"}]
+    finally:
+        if notes != tmp_path:
+            shutil.rmtree(notes, ignore_errors=True)

@@ -1,0 +1,102 @@
+"""Settings: layering, origins, validation, and round-trip writes that keep everything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brain.config import load_settings, set_value
+from brain.errors import BrainError
+from conftest import run_cli, write
+
+
+def test_defaults_file_and_env_layer_with_origins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, {"brain.toml": "[search]\nlimit = 5\nvector_weight = 0.6\n"})
+    monkeypatch.setenv("BRAIN_SEARCH_VECTOR_WEIGHT", "0.4")
+    settings = load_settings(tmp_path)
+    assert settings["search.limit"] == 5
+    assert settings.origins["search.limit"] == str(tmp_path / "brain.toml")
+    assert settings["search.vector_weight"] == 0.4
+    assert settings.origins["search.vector_weight"] == "environment BRAIN_SEARCH_VECTOR_WEIGHT"
+    assert settings["chunking.chunk_chars"] == 1600
+    assert settings.origins["chunking.chunk_chars"] == "default"
+    assert settings.database_path == tmp_path / ".brain" / "brain.sqlite"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[search]\nlimit = 'many'\n", "search.limit must be an integer"),
+        ("[search]\nmode = 'fuzzy'\n", "search.mode must be one of"),
+        ("[search]\nvector_weight = 1.5\n", "between 0 and 1"),
+        ("colour = 'blue'\n", "unknown setting 'colour'"),
+        ("[search\nlimit = 5\n", "invalid TOML"),
+    ],
+)
+def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, fragment: str) -> None:
+    write(tmp_path, {"brain.toml": text})
+    with pytest.raises(BrainError) as err:
+        load_settings(tmp_path)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_set_value_keeps_comments_and_every_other_key(tmp_path: Path) -> None:
+    original = (
+        "# my notes settings\n"
+        "roots = [\"database\", \"diary\"]  # only these\n"
+        "\n"
+        "[search]\n"
+        "# hybrid stays on\n"
+        "mode = \"hybrid\"\n"
+        "vector_weight = 0.7\n"
+        "\n"
+        "[embedding]\n"
+        "batch_size = 16 # small machine\n"
+    )
+    path = tmp_path / "brain.toml"
+    path.write_text(original, encoding="utf-8")
+    set_value(path, "search.limit", "7")
+    set_value(path, "max_file_mb", "5")
+    text = path.read_text(encoding="utf-8")
+    # Everything that was there is still there, byte for byte.
+    for line in original.splitlines():
+        assert line in text
+    settings = load_settings(tmp_path)
+    assert settings["search.limit"] == 7
+    assert settings["search.mode"] == "hybrid"  # the Loom bug: saving must never switch hybrid off
+    assert settings["max_file_mb"] == 5.0
+    assert settings["roots"] == ["database", "diary"]
+    assert settings["embedding.batch_size"] == 16
+
+
+def test_set_value_refuses_bad_values_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "brain.toml"
+    path.write_text("# keep me\n", encoding="utf-8")
+    with pytest.raises(BrainError):
+        set_value(path, "search.mode", "fuzzy")
+    with pytest.raises(BrainError):
+        set_value(path, "no.such", "1")
+    assert path.read_text(encoding="utf-8") == "# keep me\n"
+
+
+def test_cli_config_show_and_set(tmp_path: Path) -> None:
+    write(tmp_path, {"brain.toml": "# comment\n[search]\nlimit = 3\n", "a.md": "hello"})
+    result = run_cli("--root", str(tmp_path), "config", "show")
+    assert result.returncode == 0, result.stderr
+    assert "search.limit" in result.stdout and "brain.toml" in result.stdout
+    assert "(default)" in result.stdout
+    result = run_cli("--root", str(tmp_path), "config", "set", "search.vector_weight", "0.5")
+    assert result.returncode == 0, result.stderr
+    assert "# comment" in (tmp_path / "brain.toml").read_text()
+    bad = run_cli("--root", str(tmp_path), "config", "set", "search.vector_weight", "2")
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1 and "between 0 and 1" in bad.stderr
+
+
+def test_config_flag_and_env_pick_another_file(tmp_path: Path) -> None:
+    write(tmp_path, {"other.toml": "[search]\nlimit = 9\n"})
+    assert load_settings(tmp_path, str(tmp_path / "other.toml"))["search.limit"] == 9
+    with pytest.raises(BrainError, match="not found"):
+        load_settings(tmp_path, str(tmp_path / "missing.toml"))

@@ -1,0 +1,167 @@
+"""Indexing: adds, skips unchanged, updates, moves without re-embedding, removes, survives crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from brain import Brain
+from brain.errors import BrainError
+from brain.store import Store
+from conftest import PROJECT, write
+
+
+def chunk_count(root: Path, rel: str) -> int:
+    store = Store(root / ".brain" / "brain.sqlite")
+    try:
+        row = store.get_file(rel)
+        return len(store.file_chunks(row.id)) if row else 0
+    finally:
+        store.close()
+
+
+def test_index_example_then_nothing_to_do(example_notes: Path) -> None:
+    brain = Brain(example_notes)
+    first = brain.index()
+    assert first.counts()["added"] == 17
+    assert "drafts/wip.md" not in first.added and "drafts/keep-me.md" in first.added
+    assert not first.failed
+    again = brain.index()
+    assert again.counts() == {"added": 0, "updated": 0, "unchanged": 17, "moved": 0, "removed": 0, "failed": 0}
+    assert again.chunks_embedded == 0
+    assert (example_notes / ".brain" / ".gitignore").read_text() == "*\n"
+
+
+def test_update_move_remove_and_ignore(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "a.md": "# A\nalpha project notes about Laravel\n",
+        "b.md": "# B\nbeta notes about gardening\n",
+        "c.txt": "gamma plain text about cooking pasta\n",
+        "d.md": "delta notes about nginx\n",
+    })
+    brain = Brain(tmp_path)
+    assert brain.index().counts()["added"] == 4
+    (tmp_path / "a.md").write_text("# A\nalpha project now uses Symfony\n")
+    os.rename(tmp_path / "b.md", tmp_path / "renamed-b.md")
+    (tmp_path / "c.txt").unlink()
+    (tmp_path / ".brainignore").write_text("d.md\n")
+    report = brain.index()
+    assert report.updated == ["a.md"]
+    assert report.moved == [{"from": "b.md", "to": "renamed-b.md"}]
+    assert sorted(report.removed) == ["c.txt", "d.md"]
+    assert report.chunks_embedded == 1  # only a.md's new text; the move re-embedded nothing
+    hits = brain.search("Symfony", mode="bm25").results
+    assert [h.path for h in hits] == ["a.md"]
+    assert not brain.search("Laravel", mode="bm25").results  # no stale chunk survives an update
+
+
+def test_identical_text_is_embedded_once(tmp_path: Path) -> None:
+    footer = "Questa nota è riservata. Non condividere senza permesso."
+    write(tmp_path, {f"n{i}.md": f"note {i} about topic {i}\n\n{footer}\n" for i in range(3)})
+    write(tmp_path, {"x.md": footer, "y.md": footer})
+    report = Brain(tmp_path).index()
+    assert report.chunks_embedded == 4  # three distinct notes + the footer once
+    assert report.cache_hits == 1
+
+
+def test_reindex_paths(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "apple", "b.md": "banana", ".brainignore": "secret.md\n", "secret.md": "s"})
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "a.md").write_text("apricot")
+    (tmp_path / "b.md").unlink()
+    report = brain.reindex([str(tmp_path / "a.md"), str(tmp_path / "b.md"), str(tmp_path / "secret.md"), "/etc/hosts"])
+    assert report.updated == ["a.md"]
+    assert report.removed == ["b.md"]
+    reasons = {f["path"]: f["reason"] for f in report.failed}
+    assert "ignored" in reasons[str(tmp_path / "secret.md")]
+    assert "outside" in reasons["/etc/hosts"]
+
+
+def test_failed_file_keeps_its_old_good_copy(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "the original text about lighthouses"})
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "a.txt").write_bytes(b"\x00\x01binary now")
+    report = brain.index()
+    assert report.failed == [{"path": "a.txt", "reason": report.failed[0]["reason"]}]
+    assert "binary" in report.failed[0]["reason"]
+    assert chunk_count(tmp_path, "a.txt") == 1  # still searchable from the last good copy
+
+
+def test_big_file_is_refused_with_reason(tmp_path: Path) -> None:
+    write(tmp_path, {"small.md": "small note"})
+    with open(tmp_path / "huge.txt", "wb") as handle:
+        handle.write(b"lorem ipsum dolor sit amet\n" * (50 * 1024 * 1024 // 27))
+    report = Brain(tmp_path).index()
+    assert report.added == ["small.md"]
+    assert report.failed[0]["path"] == "huge.txt"
+    assert "MB limit" in report.failed[0]["reason"] and "max_file_mb" in report.failed[0]["reason"]
+
+
+def test_empty_folder_indexes_nothing(tmp_path: Path) -> None:
+    brain = Brain(tmp_path)
+    assert brain.index().counts()["added"] == 0
+    assert brain.search("anything").results == []
+
+
+def test_changed_chunking_rebuilds_and_reuses_cache(tmp_path: Path) -> None:
+    write(tmp_path, {f"n{i}.md": "\n".join(f"line {j} of note {i} about things" for j in range(40)) for i in range(3)})
+    Brain(tmp_path).index()
+    (tmp_path / "brain.toml").write_text("[chunking]\nchunk_chars = 400\noverlap_chars = 0\n")
+    report = Brain(tmp_path).index()
+    assert report.rebuilt
+    assert report.counts()["added"] == 3
+    stats = Brain(tmp_path).stats()
+    assert stats["chunking"].startswith("v1:chars=400")
+
+
+def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "apple"})
+    Brain(tmp_path).index()
+    store = Store(tmp_path / ".brain" / "brain.sqlite")
+    store.set_meta({"model": "someone/else"})
+    store.close()
+    with pytest.raises(BrainError, match="run `brain index`"):
+        Brain(tmp_path).search("apple")
+
+
+def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
+    # Many files so the scan is surely mid-way when killed.
+    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 4 for i in range(300)})
+    env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
+    proc = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(tmp_path), "index"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = tmp_path / ".brain" / "brain.sqlite"
+    deadline = time.monotonic() + 240
+    indexed = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as conn:
+                    indexed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+            except sqlite3.Error:
+                continue
+            if indexed >= 20:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 0 < indexed < 300, "the scan should have been killed mid-way"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # Every indexed file is complete: it has chunks, and FTS agrees with the chunks.
+        assert conn.execute("SELECT count(*) FROM files WHERE id NOT IN (SELECT file_id FROM chunks)").fetchone()[0] == 0
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+    brain = Brain(tmp_path)
+    assert brain.search("subject", mode="bm25").results
+    report = brain.index()
+    assert report.counts()["added"] + report.counts()["unchanged"] == 300
+    assert brain.stats()["files"] == 300

@@ -1,0 +1,85 @@
+"""One report: the CLI's --json, the MCP tools and the HTTP API return the same data for the same request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+
+from conftest import run_cli, write
+from live_servers import copy_notes, http_server, mcp_session
+
+QUERY = "certificato SSL nginx"
+
+
+def without_timing(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != "seconds"}
+
+
+def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
+    notes = copy_notes(indexed_example, tmp_path / "notes")
+    (notes / "diary" / "2024-05-02.md").rename(notes / "diary" / "maggio.md")
+    write(notes, {"broken.pdf": b"%PDF-1.4 not really"})
+    search = {"query": QUERY, "limit": 4, "mode": "hybrid", "where": [], "path": None}
+    excerpts = {"query": QUERY, "limit": 2, "excerpt_chars": 300}
+    grep = {"pattern": "nginx", "context": 1, "limit": 5}
+
+    # The scan that finds the move and the broken file runs once (through the CLI); the
+    # next ones see the same folder, so all three front doors must report the same thing.
+    first = run_cli("--root", str(notes), "index", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["counts"]["moved"] == 1
+
+    def cli(*args: str) -> dict[str, Any]:
+        out = run_cli("--root", str(notes), *args)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    cli_scan = cli("index", "--json")
+    cli_search = cli("search", QUERY, "-k", "4", "--mode", "hybrid", "--json")
+    cli_excerpts = cli("search", QUERY, "-k", "2", "--excerpt-chars", "300", "--json")
+    cli_grep = cli("grep", "nginx", "-C", "1", "--limit", "5", "--json")
+    cli_file = cli("get", "diary/maggio.md", "--offset", "10", "--length", "200", "--json")
+    cli_error = run_cli("--root", str(notes), "search", "   ").stderr.strip()
+
+    async def through_mcp() -> list[Any]:
+        async with mcp_session("--root", str(notes)) as session:
+            calls = [
+                ("memory_scan", {}),
+                ("memory_search", search),
+                ("memory_search", excerpts),
+                ("memory_grep", grep),
+                ("memory_get_file", {"path": "diary/maggio.md", "offset": 10, "length": 200}),
+            ]
+            results = []
+            for name, arguments in calls:
+                result = await session.call_tool(name, arguments)
+                assert not result.is_error, result.content
+                results.append(result.structured_content)
+            bad = await session.call_tool("memory_search", {"query": "   "})
+            assert bad.is_error
+            return [*results, bad.content[0].text]
+
+    mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_error = anyio.run(through_mcp)
+
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        http_scan = http.post("/scan").json()
+        http_search = http.post("/search", json=search).json()
+        http_excerpts = http.post("/search", json=excerpts).json()
+        http_grep = http.post("/grep", json=grep).json()
+        http_file = http.get("/file", params={"path": "diary/maggio.md", "offset": 10, "length": 200}).json()
+        http_error = http.post("/search", json={"query": "   "}).json()["error"]
+
+    assert cli_search["results"] and cli_excerpts["results"][0]["content_len"] and cli_grep["matches"]
+    assert without_timing(cli_search) == without_timing(mcp_search) == without_timing(http_search)
+    assert without_timing(cli_excerpts) == without_timing(mcp_excerpts) == without_timing(http_excerpts)
+    assert without_timing(cli_grep) == without_timing(mcp_grep) == without_timing(http_grep)
+    assert cli_file == mcp_file == http_file
+    assert cli_scan["failed"] == [{"path": "broken.pdf", "reason": cli_scan["failed"][0]["reason"]}]
+    assert without_timing(cli_scan) == without_timing(mcp_scan) == without_timing(http_scan)
+    message = cli_error.removeprefix("brain: ")
+    assert message.startswith("empty query")
+    assert mcp_error.endswith(message) and http_error == message

@@ -1,0 +1,161 @@
+"""Search: safe queries, OR semantics, identifiers, fusion that keeps keyword-only hits, filters, freshness."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from brain import Brain
+from brain.config import load_settings
+from brain.errors import BrainError
+from brain.search import fts_match
+from conftest import write
+
+SAFE_QUERIES = [
+    "C++", "#1234", '"quoted', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
+    "NEAR(a b)", "col:umn", "^start", "l'indice", "user@example.com", "2024-01-05", "what?", "100%", "a\"b\"c",
+    "perché città", "-minus", "+plus", "{brace}", "[bracket]", "back\\slash", "emoji 🚀 here", "ĲSSEL ǅ",
+]
+
+
+@pytest.fixture(scope="module")
+def brain(indexed_example: Path) -> Brain:
+    return Brain(indexed_example)
+
+
+@pytest.mark.parametrize("query", SAFE_QUERIES)
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_any_typed_text_is_a_safe_query(brain: Brain, query: str, mode: str) -> None:
+    response = brain.search(query, mode=mode)
+    assert response.query == query
+
+
+@pytest.mark.parametrize("query", ["", "   ", "?!", "--- ...", "*", "()"])
+def test_empty_or_punctuation_only_query_is_a_usage_error(brain: Brain, query: str) -> None:
+    if fts_match(query) is not None:
+        pytest.skip("has searchable characters")
+    with pytest.raises(BrainError) as err:
+        brain.search(query)
+    assert err.value.usage
+
+
+def test_words_are_or_joined(brain: Brain) -> None:
+    # No single file has all of these words; each file with some of them still comes back.
+    hits = brain.search("Grafana torta PostGIS", mode="bm25").results
+    paths = {h.path for h in hits}
+    assert "database/projects/faro/index.md" in paths
+    assert "database/projects/ricettario/torta-al-cioccolato.md" in paths
+    assert "database/projects/nexum/index.md" in paths
+
+
+@pytest.mark.parametrize("identifier", ["ERR-4821", "#1234", "FT-2026-0412"])
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_exact_identifier_ranks_its_file_first(brain: Brain, identifier: str, mode: str) -> None:
+    hits = brain.search(identifier, mode=mode).results
+    assert hits[0].path == "log/decisions.md"
+    assert hits[0].keyword_score > 0.9
+
+
+def test_accents_are_folded(brain: Brain) -> None:
+    assert brain.search("perche citta caffe", mode="bm25").results[0].path == "notes/appunti-riunione.txt"
+    assert brain.search("PERCHÉ CITTÀ", mode="bm25").results[0].path == "notes/appunti-riunione.txt"
+
+
+def test_top_result_does_not_depend_on_k(brain: Brain) -> None:
+    for query in ["progetti Laravel", "nginx SSL", "errore 500", "garden planning", "monitoring alerts"]:
+        for mode in ["hybrid", "bm25", "vector"]:
+            one = brain.search(query, mode=mode, limit=1).results
+            ten = brain.search(query, mode=mode, limit=10).results
+            assert [h.path for h in one] == [h.path for h in ten[:1]]
+            assert one[0].score == ten[0].score
+
+
+def test_semantic_match_without_shared_words(brain: Brain) -> None:
+    hits = brain.search("chocolate dessert baking", mode="vector").results
+    assert hits[0].path.startswith("database/projects/ricettario/")
+
+
+def test_keyword_only_hit_survives_fusion(tmp_path: Path) -> None:
+    # A chunk of only code has no vector: it can only be found by BM25, and hybrid must keep it.
+    write(tmp_path, {
+        "code.md": "```\nzx_frobnicate_widget(42)\n```\n",
+        "prose.md": "A long note about gardening, tomatoes and the weather in spring.",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    hits = brain.search("zx_frobnicate_widget", mode="hybrid").results
+    assert hits[0].path == "code.md"
+    assert hits[0].vector_score == 0.0 and hits[0].keyword_score == 1.0
+
+
+def test_scores_and_components(brain: Brain) -> None:
+    response = brain.search("nginx SSL certificate renewal", vector_weight=0.7)
+    for hit in response.results:
+        assert 0 <= hit.vector_score <= 1 and 0 <= hit.keyword_score <= 1
+        # The asked weight, scaled down per query when the vector half barely separates its candidates.
+        w = hit.explain["weights"]["vector"]
+        assert hit.explain["weights"]["vector_asked"] == 0.7 and 0 < w <= 0.7
+        assert hit.score == pytest.approx(w * hit.vector_score + (1 - w) * hit.keyword_score, abs=2e-4)
+        assert hit.start_line <= hit.end_line
+    scores = [h.score for h in response.results]
+    assert scores == sorted(scores, reverse=True)
+    assert len({h.path for h in response.results}) == len(response.results)  # one hit per file
+
+
+def test_chunks_mode_lists_chunks(brain: Brain) -> None:
+    hits = brain.search("nexum nginx", chunks=True, limit=20).results
+    assert len({h.path for h in hits}) < len(hits)
+
+
+def test_filters_on_frontmatter_and_path(brain: Brain) -> None:
+    active = brain.search("project", where=["status=active"], limit=20).results
+    assert active and all(h.path.startswith("database/projects/") for h in active)
+    archived = {h.path for h in brain.search("project", where=["status=archived"], limit=20).results}
+    assert "database/projects/orto/index.md" in archived
+    assert not archived & {h.path for h in active}
+    not_archived = {h.path for h in brain.search("project", where=["status!=archived"], limit=20).results}
+    assert "diary/2024-03-14.md" in not_archived and not not_archived & archived
+    tagged = {h.path for h in brain.search("project", where=["stack=laravel"], limit=20).results}
+    assert tagged == {"database/projects/gengle/index.md"}
+    diary = brain.search("nginx", path_prefix="diary/", limit=20).results
+    assert diary and all(h.path.startswith("diary/") for h in diary)
+    with pytest.raises(BrainError):
+        brain.search("x", where=["status"])
+
+
+def test_unknown_mode_and_bad_limit(brain: Brain) -> None:
+    with pytest.raises(BrainError, match="unknown mode"):
+        brain.search("x", mode="fuzzy")
+    with pytest.raises(BrainError, match="limit"):
+        brain.search("x", limit=0)
+
+
+def test_results_follow_the_files_on_disk(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "# Title\nthe lighthouse keeper\n", "b.md": "the lighthouse of Alexandria\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "a.md").write_text("# Title\nthe lighthouse keeper retired in 1990\n")
+    os.utime(tmp_path / "a.md", ns=(1, 1))
+    (tmp_path / "b.md").unlink()
+    response = brain.search("lighthouse", mode="bm25")
+    assert [h.path for h in response.results] == ["a.md"]
+    assert response.results[0].stale
+    assert "retired in 1990" in response.results[0].preview
+    assert response.dropped == ["b.md"]
+
+
+def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> None:
+    from brain.embeddings import Embedder
+
+    settings = load_settings(brain.root)
+    texts = ["progetti Laravel per la clinica", "nginx SSL certificate renewal", "x " * 400]
+    for precision, agreement in (("float32", 0.99999), ("bfloat16", 0.9995)):
+        settings.values["embedding.precision"] = precision
+        documents = Embedder(settings)
+        for text in texts:
+            light = documents.encode_query(text)
+            full = documents.encode_documents([text])[0]
+            assert float(np.dot(light, full)) > agreement, (precision, text[:20])

@@ -1,0 +1,278 @@
+"""The part of a long text worth sending: its head plus the window that best answers a query (pure).
+
+A 60-page PDF does not fit a model's context, and its first pages are
+usually the cover and the table of contents. So a text longer than its
+budget becomes two pieces joined by `[...]`:
+
+1. the head (about 1,200 characters, never more than a quarter of the
+   budget): title, abstract, introduction — what the file is about;
+2. the window that best matches the query, taken from anywhere in the text.
+
+Windows are scored by the query's terms, with three rules:
+
+- rare terms weigh more: inverse document frequency computed inside this one
+  text, over blocks of `IDF_BLOCK_CHARS` characters (a word on every page
+  cannot decide; a word in three places does);
+- crude stemming: terms and words are cut to 6 letters, so "ricetta" finds
+  "ricette" and "configurazione" finds "configurare" (shorter terms match
+  whole words only); case and accents are ignored;
+- each term counts at most 3 times per window, so a window naming every term
+  once beats one repeating a single term.
+
+With no query term anywhere outside the head, the text's beginning fills the
+budget (what a plain cut would have sent). Short texts come back whole.
+
+Speed matters (this runs for every long file of every `ask` and
+`search --excerpt-chars`): the text becomes one array of folded code points,
+terms are compared at word starts only with vectorised comparisons, and every
+candidate window is scored at once by binary search over each term's sorted
+positions (prefix counts), never by rescanning a window. About 3 ms for 300 KB
+on an idle core (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+HEAD_CHARS = 1200
+STEM_CHARS = 6
+MAX_COUNT_PER_WINDOW = 3
+IDF_BLOCK_CHARS = 1000
+SEPARATOR = "\n\n[...]\n\n"
+TRUNCATED = "\n[...truncated]"
+# Code points below this are lower-cased and accent-folded by a lookup table;
+# Latin-1 and Latin Extended-A/B cover the accented letters of European languages.
+_LUT_SIZE = 0x250
+_TERM = re.compile(r"[^\W_]+")
+
+
+def _fold_char(ch: str) -> str:
+    lowered = ch.lower()
+    if len(lowered) != 1:
+        return ch
+    base = "".join(c for c in unicodedata.normalize("NFKD", lowered) if not unicodedata.combining(c))
+    return base if len(base) == 1 else lowered
+
+
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    fold = np.arange(_LUT_SIZE, dtype=np.uint32)
+    word = np.zeros(_LUT_SIZE, dtype=bool)
+    for cp in range(_LUT_SIZE):
+        ch = chr(cp)
+        fold[cp] = ord(_fold_char(ch))
+        word[cp] = ch.isalnum()
+    return fold, word
+
+
+_FOLD_LUT, _WORD_LUT = _tables()
+
+
+def fold(text: str) -> str:
+    """Lower case without accents ("Perché" → "perche"), as terms are compared."""
+    return "".join(_fold_char(ch) for ch in text)
+
+
+def stem(term: str) -> str:
+    """A term as windows compare it: folded and cut to 6 letters."""
+    return fold(term)[:STEM_CHARS]
+
+
+def query_stems(query: str) -> list[str]:
+    """The distinct stems of a query's words (single letters dropped: they match everywhere)."""
+    stems: list[str] = []
+    for word in _TERM.findall(query):
+        if len(word) < 2:
+            continue
+        s = stem(word)
+        if s not in stems:
+            stems.append(s)
+    return stems
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """What was kept of a text: the excerpt, which character ranges of the source it holds, and why."""
+
+    text: str
+    spans: tuple[tuple[int, int], ...]  # [start, end) character ranges of the source, in order
+    total_chars: int
+    truncated: bool  # True when part of the source was left out
+    terms: tuple[str, ...] = field(default=())  # query stems found outside the head
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "spans": [list(s) for s in self.spans],
+            "total_chars": self.total_chars,
+            "truncated": self.truncated,
+            "terms": list(self.terms),
+        }
+
+
+@dataclass(frozen=True)
+class _Letters:
+    """A text as arrays: folded code points, letter-or-digit flags, and where words start."""
+
+    codes: np.ndarray  # padded with STEM_CHARS zeros, so a stem compared at any word start stays inside
+    word: np.ndarray
+    starts: np.ndarray
+
+
+@functools.lru_cache(maxsize=65536)
+def _beyond_table(cp: int) -> tuple[int, bool]:
+    """(folded code point, is a letter or digit) of a character past the lookup table."""
+    ch = chr(cp)
+    return ord(_fold_char(ch)), ch.isalnum()
+
+
+def _letters(text: str) -> _Letters:
+    n = len(text)
+    # NUL padding (folds to 0, matches no term) lets a stem be compared at any word start.
+    raw = np.frombuffer((text + "\0" * STEM_CHARS).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = np.take(_FOLD_LUT, raw, mode="clip")
+    word = np.take(_WORD_LUT, raw[:n], mode="clip")
+    big = np.flatnonzero(raw >= _LUT_SIZE)
+    if len(big):
+        # Characters beyond the table (Greek, Cyrillic, CJK, ’ or —): look each distinct one up once.
+        uniques, inverse = np.unique(raw[big], return_inverse=True)
+        looked = [_beyond_table(int(c)) for c in uniques]
+        codes[big] = np.fromiter((f for f, _ in looked), dtype=np.uint32, count=len(looked))[inverse]
+        word[big] = np.fromiter((w for _, w in looked), dtype=bool, count=len(looked))[inverse]
+    opens = np.empty(len(word), dtype=bool)
+    if len(word):
+        opens[0] = word[0]
+        np.greater(word[1:], word[:-1], out=opens[1:])  # a letter after a non-letter
+    return _Letters(codes, word, np.flatnonzero(opens))
+
+
+def _term_positions(letters: _Letters, term: str) -> np.ndarray:
+    """Start positions of words whose first 6 letters are `term` (or that equal it, when shorter)."""
+    codes, n, k = letters.codes, len(letters.word), len(term)
+    if k == 0 or k > n:
+        return np.zeros(0, dtype=np.int64)
+    # Only word starts can match: checking them, not every character, is what keeps this fast.
+    hits = letters.starts
+    for offset, cp in enumerate(ord(c) for c in term):
+        if not len(hits):
+            break
+        hits = hits[codes[hits + offset] == cp]
+    if len(hits) and k < STEM_CHARS:
+        # Shorter than a stem: the whole word must be the term.
+        after = hits + k
+        hits = hits[(after >= n) | ~letters.word[np.minimum(after, n - 1)]]
+    return hits.astype(np.int64)
+
+
+def _snap_end(text: str, start: int, end: int, keep: int, reach: int) -> int:
+    """Move `end` back to a line end (or a space) within `reach`, never before `keep`."""
+    if end >= len(text) or text[end - 1] == "\n" or text[end] == "\n":
+        return end
+    newline = text.rfind("\n", max(start, keep, end - reach), end)
+    if newline > start:
+        return newline
+    space = text.rfind(" ", max(start, keep, end - 40), end)
+    return space if space > start else end
+
+
+def _snap_start(text: str, start: int, keep: int, reach: int) -> int:
+    """Move `start` forward to a line start (or after a space) within `reach`, never past `keep`."""
+    if start <= 0 or text[start - 1] == "\n":
+        return start
+    newline = text.find("\n", start, min(keep, start + reach))
+    if newline != -1:
+        return newline + 1
+    space = text.find(" ", start, min(keep, start + 40))
+    return space + 1 if space != -1 else start
+
+
+def _prefix(text: str, limit: int) -> tuple[str, int]:
+    """The first `limit` characters, cut at a line end (or a space) when one is in the last half."""
+    if len(text) <= limit:
+        return text, len(text)
+    end = _snap_end(text, 0, limit, limit // 2, limit // 2)
+    return text[:end], end
+
+
+def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int = HEAD_CHARS) -> Excerpt:
+    """At most `budget` characters of `text` that best serve `query`: whole if it fits, else head + best window.
+
+    The result's `text` joins the pieces with `[...]` and ends with
+    `[...truncated]` when the end of the source was left out.
+    """
+    total = len(text)
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 character, got {budget}")
+    if total <= budget:
+        return Excerpt(text, ((0, total),) if total else (), total, False)
+
+    head_limit = max(0, min(head_chars, budget // 4))
+    head_text, head_end = _prefix(text, head_limit)
+    window_chars = budget - len(head_text) - len(SEPARATOR) - len(TRUNCATED)
+
+    stems = query_stems(query)
+    positions: dict[str, np.ndarray] = {}
+    if stems and window_chars >= 40:
+        letters = _letters(text)
+        for s in stems:
+            found = _term_positions(letters, s)
+            if len(found):
+                positions[s] = found
+    outside = {s: p[p >= head_end] for s, p in positions.items()}
+    outside = {s: p for s, p in outside.items() if len(p)}
+    if not outside:
+        return _beginning(text, budget, tuple(positions))
+
+    # Inverse document frequency inside this text, with blocks as documents.
+    blocks = max(1, math.ceil(total / IDF_BLOCK_CHARS))
+    weights = {}
+    for s, p in positions.items():
+        df = len(np.unique(p // IDF_BLOCK_CHARS))
+        weights[s] = math.log(1.0 + (blocks - df + 0.5) / (df + 0.5))
+
+    # Every window worth trying starts at a term: any window can slide right
+    # to its first term without losing one.
+    starts = np.unique(np.concatenate(list(outside.values())))
+    scores = np.zeros(len(starts), dtype=np.float64)
+    for s, p in outside.items():
+        counts = np.searchsorted(p, starts + window_chars - len(s), "right") - np.searchsorted(p, starts, "left")
+        scores += weights[s] * np.minimum(counts, MAX_COUNT_PER_WINDOW)
+    best = int(np.argmax(scores))  # ties: the earliest window
+    first = int(starts[best])
+    last_end = first
+    for s, p in outside.items():
+        inside = p[(p >= first) & (p <= first + window_chars - len(s))]
+        if len(inside):
+            last_end = max(last_end, int(inside[-1]) + len(s))
+    found_terms = tuple(s for s, p in outside.items() if np.any((p >= first) & (p < last_end)))
+
+    # Centre the matched cluster: a third of the spare room before it (headings, the question), the rest after.
+    spare = max(0, window_chars - (last_end - first))
+    start = max(head_end, min(first - spare // 3, total - window_chars))
+    if start <= head_end + len(SEPARATOR):
+        # The window touches the head: one continuous beginning instead of two pieces.
+        return _beginning(text, budget, found_terms)
+    reach = max(80, window_chars // 8)
+    start = _snap_start(text, start, first, reach)
+    end = min(total, start + window_chars)
+    end = _snap_end(text, start, end, last_end, reach)
+    pieces = [head_text, SEPARATOR, text[start:end]]
+    truncated_tail = end < total
+    if truncated_tail:
+        pieces.append(TRUNCATED)
+    return Excerpt("".join(pieces), ((0, head_end), (start, end)), total, True, found_terms)
+
+
+def _beginning(text: str, budget: int, terms: tuple[str, ...]) -> Excerpt:
+    """The first `budget` characters (room kept for the truncation mark), cut at a line end."""
+    body, end = _prefix(text, max(1, budget - len(TRUNCATED)))
+    return Excerpt(body + TRUNCATED, ((0, end),), len(text), True, terms)

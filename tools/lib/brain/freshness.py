@@ -1,0 +1,154 @@
+"""How fresh the index is, proved against the files: `brain status`.
+
+Every file that belongs on disk is compared with its row in the index: by size
+and modification time (quick), or by hashing its content (`verify`), which also
+catches edits that kept the size and the time. The report also tells the last
+commit the index holds against HEAD, the last sync and the last full rebuild
+with how each ended, the model and the schema, and whether the git hooks are in
+place — everything needed to see that the machinery keeping the index fresh is
+alive, rather than trusting it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import gitsync, sources
+from .config import Settings
+from .embeddings import Embedder
+from .errors import BrainError
+from .indexer import identity_mismatch, model_identity
+from .store import SCHEMA_VERSION, Store
+
+
+@dataclass
+class StatusReport:
+    """Files on disk against the index, plus the state of everything that keeps it fresh."""
+
+    root: str
+    database: str
+    database_exists: bool
+    verified: bool
+    files_on_disk: int = 0
+    files_indexed: int = 0
+    stale: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    orphaned: list[str] = field(default_factory=list)
+    unreadable: list[dict[str, str]] = field(default_factory=list)
+    head_commit: str | None = None
+    indexed_commit: str | None = None
+    commits_behind: int | None = None
+    history: str = "unknown"  # current | behind | rewritten | no-record | no-commits | no-git
+    last_scan: str | None = None
+    last_sync: dict[str, Any] | None = None
+    last_rebuild: dict[str, Any] | None = None
+    model: str | None = None
+    model_wanted: str = ""
+    model_mismatch: str | None = None
+    dimension: int | None = None
+    chunking: str | None = None
+    schema_version: int | None = None
+    schema_supported: int = SCHEMA_VERSION
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        """True when the index holds exactly the files on disk, built with the configured model.
+
+        Unreadable files (broken PDFs, binary files) do not count: no index can hold them.
+        """
+        return self.database_exists and not (self.stale or self.missing or self.orphaned or self.model_mismatch)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["clean"] = self.clean
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+def index_status(settings: Settings, embedder: Embedder | None = None, *, verify: bool = False) -> StatusReport:
+    """Compare the index with the files (hashing each one when `verify`) and gather the freshness facts."""
+    started = time.monotonic()
+    embedder = embedder or Embedder(settings)
+    db_path = settings.database_path
+    report = StatusReport(root=str(settings.root), database=str(db_path), database_exists=db_path.exists(), verified=verify)
+    report.model_wanted = embedder.identity
+    discovery = sources.discover(settings)
+    on_disk = {f.rel: f for f in discovery.files}
+    report.files_on_disk = len(on_disk)
+    rows: dict[str, Any] = {}
+    if report.database_exists:
+        store = Store(db_path, create=False, readonly=True)
+        try:
+            rows = store.all_files()
+            report.indexed_commit = store.indexed_commit()
+            report.last_scan = store.get_meta("last_scan")
+            report.last_sync = store.last_sync()
+            report.last_rebuild = store.last_rebuild()
+            report.model = store.get_meta("model")
+            dimension = store.get_meta("dimension")
+            report.dimension = int(dimension) if dimension else None
+            report.chunking = store.get_meta("chunking")
+            report.schema_version = store.schema_version()
+            report.model_mismatch = identity_mismatch(store, model_identity(embedder, settings))
+        finally:
+            store.close()
+    report.files_indexed = len(rows)
+    report.orphaned = sorted(rel for rel in rows if rel not in on_disk)
+    max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+    for rel, source in on_disk.items():
+        row = rows.get(rel)
+        if row is None:
+            reason = _unreadable_reason(source, max_bytes)
+            if reason is None:
+                report.missing.append(rel)
+            else:
+                report.unreadable.append({"path": rel, "reason": reason})
+        elif verify:
+            try:
+                digest = sources.content_hash(source.path.read_bytes())
+            except OSError:
+                digest = ""
+            if digest != row.hash:
+                report.stale.append(rel)
+        elif (row.size, row.mtime_ns) != (source.size, source.mtime_ns):
+            report.stale.append(rel)
+    _git_facts(settings, report)
+    report.hooks = gitsync.hook_states(settings)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _unreadable_reason(source: sources.SourceFile, max_bytes: int) -> str | None:
+    """Why a file that is not in the index cannot be (too big, binary, broken PDF), or None if it could be."""
+    try:
+        sources.extract_bytes(source.path.name, sources.read_source(source.path, max_bytes))
+    except sources.ExtractionError as exc:
+        return str(exc)
+    return None
+
+
+def _git_facts(settings: Settings, report: StatusReport) -> None:
+    top = gitsync.git_top(settings.root)
+    if top is None:
+        report.history = "no-git"
+        return
+    try:
+        report.head_commit = gitsync.head_commit(top)
+        recorded = report.indexed_commit
+        if report.head_commit is None:
+            report.history = "no-commits"
+        elif recorded is None:
+            report.history = "no-record"
+        elif recorded == report.head_commit:
+            report.history, report.commits_behind = "current", 0
+        elif gitsync.commit_exists(top, recorded) and gitsync.is_ancestor(top, recorded, report.head_commit):
+            report.history = "behind"
+            report.commits_behind = gitsync.commits_between(top, recorded, report.head_commit)
+        else:
+            report.history = "rewritten"
+    except BrainError:
+        report.history = "unknown"

@@ -1,0 +1,267 @@
+"""Exact lookups in the indexed files: regex grep and byte-range reads of their extracted text.
+
+Relevance ranking answers "which notes talk about this?"; these answer
+"where exactly is FT-2026-0412?" and "show me the 4 KB around it". No model
+is involved. Patterns run on RE2, whose matching time is linear in the text,
+so a pattern like `(a+)+$` cannot hang the process the way a backtracking
+engine would. Offsets are UTF-8 byte offsets into the extracted text (what
+`brain get` returns), so a grep hit can be read back with `get --offset`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import BrainError
+from .texts import FileText, TextReader, TextUnavailable
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+MAX_CONTEXT = 50
+DEFAULT_LENGTH = 4000
+LINE_CHARS = 500  # a longer line is shown as the part around the match
+
+
+@dataclass
+class GrepMatch:
+    """One matching line: where it is, the line itself and the lines around it."""
+
+    path: str
+    line: int  # 1-based, as in the file (PDFs: line of the extracted text)
+    offset: int  # UTF-8 byte offset of the match in the extracted text
+    text: str  # the line (shortened around the match when longer than LINE_CHARS)
+    match: str
+    page: int | None = None  # PDFs: the page the line is on
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GrepResponse:
+    """The matches of one pattern, in path then line order."""
+
+    pattern: str
+    case_sensitive: bool
+    matches: list[GrepMatch]
+    files_searched: int
+    truncated: bool  # True when more matches exist than the limit let through
+    skipped: list[dict[str, str]] = field(default_factory=list)  # indexed files that could not be read
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "case_sensitive": self.case_sensitive,
+            "matches": [m.to_dict() for m in self.matches],
+            "files_searched": self.files_searched,
+            "truncated": self.truncated,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass
+class TextRange:
+    """A byte range of one file's extracted text, with the total length and the pages it covers."""
+
+    path: str
+    offset: int  # UTF-8 bytes; moved back to a character boundary if it fell inside one
+    length: int  # bytes returned
+    total: int  # bytes in the whole extracted text
+    text: str
+    start_line: int
+    end_line: int
+    pages: list[int] = field(default_factory=list)  # PDFs: pages the range covers
+    page_count: int | None = None  # PDFs: pages in the file
+    stale: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["end"] = self.offset + self.length
+        return data
+
+
+def compile_pattern(pattern: str, case_sensitive: bool = False) -> Any:
+    """An RE2 regex over UTF-8 bytes, `^`/`$` at line ends; a bad pattern is a usage error."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = case_sensitive
+    raw = pattern.encode("utf-8", "surrogatepass")
+    try:
+        re2.compile(raw, options)  # alone first, so an error message quotes the pattern as typed
+        return re2.compile(b"(?m)" + raw, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "invalid"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        shown = pattern.replace("\n", "\\n")  # as typed, on one line
+        raise BrainError(
+            f"invalid regular expression '{shown}': {reason} (RE2 syntax: no look-around or backreferences)", usage=True
+        ) from None
+
+
+def _clip(line: str, at: int = 0, width: int = 0) -> str:
+    """`line` shortened to about LINE_CHARS characters around position `at`."""
+    if len(line) <= LINE_CHARS:
+        return line
+    start = max(0, min(at - (LINE_CHARS - width) // 3, len(line) - LINE_CHARS))
+    end = start + LINE_CHARS
+    return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
+
+
+def _line_bounds(data: bytes, position: int) -> tuple[int, int]:
+    start = data.rfind(b"\n", 0, position) + 1
+    end = data.find(b"\n", position)
+    return start, len(data) if end == -1 else end
+
+
+def _context(data: bytes, line_start: int, line_end: int, count: int) -> tuple[list[str], list[str]]:
+    before: list[str] = []
+    position = line_start
+    while len(before) < count and position > 0:
+        start = data.rfind(b"\n", 0, position - 1) + 1
+        before.append(_clip(data[start : position - 1].decode("utf-8", "replace")))
+        position = start
+    before.reverse()
+    after: list[str] = []
+    position = line_end
+    while len(after) < count and position < len(data):
+        end = data.find(b"\n", position + 1)
+        end = len(data) if end == -1 else end
+        after.append(_clip(data[position + 1 : end].decode("utf-8", "replace")))
+        position = end
+    return before, after
+
+
+def grep_text(regex: Any, document: FileText, context: int, limit: int) -> tuple[list[GrepMatch], bool]:
+    """Up to `limit` matching lines of one text (one per line, the first match on it); and whether more exist."""
+    data = document.utf8
+    found: list[GrepMatch] = []
+    position = 0
+    line = 1
+    counted = 0
+    while position <= len(data):
+        hit = regex.search(data, position)
+        if hit is None:
+            return found, False
+        if len(found) >= limit:
+            return found, True
+        start, end = hit.span()
+        line += data.count(b"\n", counted, start)
+        counted = start
+        line_start, line_end = _line_bounds(data, start)
+        text = data[line_start:line_end].decode("utf-8", "replace")
+        at = len(data[line_start:start].decode("utf-8", "replace"))
+        matched = data[start : min(end, line_end) if end > start else end].decode("utf-8", "replace")
+        before, after = _context(data, line_start, line_end, context) if context else ([], [])
+        pages = document.pages_for_lines(line, line)
+        found.append(
+            GrepMatch(
+                path=document.path,
+                line=line,
+                offset=start,
+                text=_clip(text, at, len(matched)),
+                match=matched[:LINE_CHARS],
+                page=pages[0] if pages else None,
+                before=before,
+                after=after,
+            )
+        )
+        position = line_end + 1  # one entry per line, as grep prints
+    return found, False
+
+
+def grep(
+    reader: TextReader,
+    pattern: str,
+    *,
+    file: str | None = None,
+    context: int = 0,
+    limit: int = DEFAULT_LIMIT,
+    case_sensitive: bool = False,
+) -> GrepResponse:
+    """Lines matching `pattern` in the extracted text of every indexed file (or of `file`, or files under that folder)."""
+    started = time.monotonic()
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BrainError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", usage=True)
+    if not 0 <= context <= MAX_CONTEXT:
+        raise BrainError(f"context must be between 0 and {MAX_CONTEXT} lines, got {context}", usage=True)
+    regex = compile_pattern(pattern, case_sensitive)
+    rows, single = reader.resolve_many(file) if file is not None else (reader.files(), False)
+    matches: list[GrepMatch] = []
+    skipped: list[dict[str, str]] = []
+    truncated = False
+    searched = 0
+    for row in rows:
+        try:
+            document = reader.read(row)
+        except TextUnavailable as exc:
+            if single:
+                raise BrainError(f"{row.path}: {exc}") from None
+            skipped.append({"path": row.path, "reason": str(exc)})
+            continue
+        searched += 1
+        room = limit - len(matches)
+        if room <= 0:
+            # Only asking whether one more match exists anywhere.
+            if regex.search(document.utf8) is not None:
+                truncated = True
+                break
+            continue
+        found, more = grep_text(regex, document, context, room)
+        matches.extend(found)
+        if more:
+            truncated = True
+            break
+    return GrepResponse(pattern, case_sensitive, matches, searched, truncated, skipped, time.monotonic() - started)
+
+
+def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
+    """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end)."""
+    if offset < 0:
+        raise BrainError(f"offset must be 0 or more, got {offset}", usage=True)
+    if length is not None and length < 0:
+        raise BrainError(f"length must be 0 or more, got {length}", usage=True)
+    row = reader.resolve(path)
+    try:
+        document = reader.read(row)
+    except TextUnavailable as exc:
+        raise BrainError(f"{row.path}: {exc}") from None
+    data = document.utf8
+    total = len(data)
+    if offset > total or (offset == total and total > 0):
+        raise BrainError(
+            f"offset {offset} is past the end of {row.path} ({total} bytes of text); use an offset below {total}", usage=True
+        )
+    start = offset
+    while start > 0 and data[start] & 0xC0 == 0x80:  # inside a multi-byte character: start at the character
+        start -= 1
+    end = total if length is None else min(total, offset + length)
+    while end < total and data[end] & 0xC0 == 0x80:
+        end -= 1
+    if end <= start and length:
+        end = start + 1
+        while end < total and data[end] & 0xC0 == 0x80:
+            end += 1
+    end = max(start, end)
+    start_line = data.count(b"\n", 0, start) + 1
+    end_line = start_line + data.count(b"\n", start, max(start, end - 1))
+    return TextRange(
+        path=row.path,
+        offset=start,
+        length=end - start,
+        total=total,
+        text=data[start:end].decode("utf-8", "replace"),
+        start_line=start_line,
+        end_line=end_line,
+        pages=document.pages_for_lines(start_line, end_line),
+        page_count=len(document.page_starts) or None,
+        stale=document.stale,
+    )

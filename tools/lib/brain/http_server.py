@@ -1,0 +1,370 @@
+"""`brain serve`: the notes as a JSON API over HTTP (FastAPI on uvicorn), loopback by default.
+
+Each endpoint returns the same dict `brain … --json` prints. One process can
+serve several notes folders: the default one at `/search`, `/scan`, …, and
+every named one at `/c/<name>/search`, … — each with its own settings, ignore
+rules and database, and one warm Brain.
+
+Security, in the order a request meets it (SecurityGate):
+- the Host header must be the server's own name and port, and an Origin header
+  (sent by browsers) must be too: a web page that rebinds its DNS name to
+  127.0.0.1 is refused, so it cannot read or re-index the notes;
+- when BRAIN_HTTP_TOKEN is set every request but /health and the docs must carry
+  `Authorization: Bearer <token>`; binding a non-loopback address without a
+  token is refused at start;
+- paths a client sends are relative to the notes folder and never leave it
+  (`..`, absolute paths and symlinks out are refused; see served.note_path).
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import ipaddress
+import json
+import os
+import socket
+import sys
+from typing import Annotated, Any, Callable, Literal
+
+# Imported only by `brain serve`, so the web framework costs nothing elsewhere.
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from . import __version__
+from .errors import BrainError
+from .search import parse_filter
+from .served import Corpora, NoteNotFound, NotAvailable, PathRefused, ServedCorpus
+
+TOKEN_ENV = "BRAIN_HTTP_TOKEN"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+OPEN_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and `localhost`: addresses only this machine can reach."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str, port: int, extra: list[str]) -> frozenset[str]:
+    """Host header values that name this server: loopback names, the bound address, --allow-host names."""
+    names = set(LOOPBACK_NAMES)
+    bound = host.lower()
+    if bound not in ("0.0.0.0", "::", ""):
+        names.add(f"[{bound}]" if ":" in bound and not bound.startswith("[") else bound)
+    for name in extra:
+        name = name.strip().lower()
+        if name:
+            names.add(f"[{name}]" if ":" in name and not name.startswith("[") else name)
+    values = {f"{name}:{port}" for name in names}
+    if port == 80:
+        values |= names  # a browser leaves the default port out
+    return frozenset(values)
+
+
+def _error_body(status: int, message: str, field: str | None = None) -> bytes:
+    return json.dumps({"error": message, "field": field, "status": status}, ensure_ascii=False).encode("utf-8")
+
+
+class SecurityGate:
+    """ASGI middleware: refuses foreign Host/Origin (DNS rebinding) and, with a token set, unauthenticated calls."""
+
+    def __init__(self, app: Any, *, hosts: frozenset[str], token: str | None) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.token = token.encode("utf-8") if token else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        refusal = self._refusal(scope.get("path", ""), headers)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, message, field = refusal
+        extra = [(b"www-authenticate", b'Bearer realm="brain"')] if status == 401 else []
+        body = _error_body(status, message, field)
+        await send({
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+    def _refusal(self, path: str, headers: dict[str, str]) -> tuple[int, str, str] | None:
+        host = headers.get("host", "").strip().lower()
+        if host not in self.hosts:
+            return 421 if host else 400, f"Host {host or '(missing)'!r} is not this server; use http://127.0.0.1:<port>", "Host"
+        origin = headers.get("origin")
+        if origin is not None:
+            scheme, _, rest = origin.strip().lower().partition("://")
+            if scheme not in ("http", "https") or rest.rstrip("/") not in self.hosts:
+                return 403, f"Origin {origin!r} may not call this server (only pages it serves itself)", "Origin"
+        if self.token is not None and path not in OPEN_PATHS:
+            given = headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode("utf-8"), self.token):
+                what = "missing" if not given else "wrong"
+                return 401, f"bearer token {what}; send Authorization: Bearer $BRAIN_HTTP_TOKEN", "Authorization"
+        return None
+
+
+class SearchRequest(BaseModel):
+    """POST /search: what `brain search` takes."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, description="What to look for, in any words.")
+    limit: int | None = Field(None, ge=1, le=200, description="How many files (default 10).")
+    mode: Literal["hybrid", "bm25", "vector"] | None = Field(None, description="Ranking (default hybrid).")
+    excerpt_chars: int | None = Field(None, ge=1, description="Long files come back as excerpts of about this many characters.")
+    where: list[str] = Field(default_factory=list, description="Frontmatter filters: key=value or key!=value.")
+    path: str | None = Field(None, description="Only notes under this folder.")
+    vector_weight: float | None = Field(None, ge=0, le=1, description="Weight of meaning vs keywords in hybrid mode.")
+    chunks: bool = Field(False, description="One result per chunk instead of per file.")
+    explain: bool = Field(False, description="Add how each score was made.")
+
+    @field_validator("where")
+    @classmethod
+    def _filters(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                parse_filter(item)
+            except BrainError:
+                raise ValueError(f"{item!r} is not key=value or key!=value (e.g. status!=archived)") from None
+        return value
+
+
+class GrepRequest(BaseModel):
+    """POST /grep: what `memory_grep` takes."""
+
+    model_config = ConfigDict(extra="forbid")
+    pattern: str = Field(min_length=1, description="A regular expression (RE2 syntax).")
+    file: str | None = Field(None, description="Only this note (its path relative to the notes folder).")
+    context: int = Field(0, ge=0, le=50, description="Lines of context before and after each match.")
+    limit: int = Field(50, ge=1, le=500, description="Most matching lines to return.")
+    case_sensitive: bool = Field(False, description="Match letter case exactly.")
+
+
+class AskRequest(BaseModel):
+    """POST /ask."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, description="A question about the notes.")
+
+
+class ScanRequest(BaseModel):
+    """POST /scan (the body is optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+    full: bool = Field(False, description="Rebuild from scratch instead of updating.")
+
+
+def _field_name(error: dict[str, Any]) -> str:
+    """`where.0`, `query`, `path`…: the input a validation error is about (`body` for unreadable JSON)."""
+    loc = list(error.get("loc", ()))
+    if error.get("type") == "json_invalid":
+        return "body"
+    if loc and loc[0] in ("body", "query", "path", "header"):
+        loc = loc[1:]  # where the input came from, not its name
+    return ".".join(str(part) for part in loc) or "body"
+
+
+def _status_of(exc: BrainError) -> int:
+    if isinstance(exc, NotAvailable):
+        return 501
+    if isinstance(exc, NoteNotFound):
+        return 404
+    if isinstance(exc, PathRefused):
+        return 403
+    return 400 if exc.usage else 409
+
+
+def build_app(
+    corpora: Corpora,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    allow_hosts: list[str] | None = None,
+    token: str | None = None,
+) -> Any:
+    """The FastAPI application serving `corpora`, wrapped in the SecurityGate."""
+    # With a token, the docs show an "Authorize" button; the SecurityGate does the checking.
+    bearer = [Depends(HTTPBearer(auto_error=False, description=f"the value of {TOKEN_ENV}"))] if token else []
+
+    app = FastAPI(
+        title="brain",
+        version=__version__,
+        description="A local memory for your notes: hybrid keyword + semantic search. "
+        "Every endpoint also answers under /c/{corpus}/ for each named notes folder.",
+    )
+
+    @app.exception_handler(BrainError)
+    async def _brain_error(request: Request, exc: BrainError) -> JSONResponse:
+        status = _status_of(exc)
+        field = getattr(exc, "field", None) or (request.scope.get("brain_field") if exc.usage else None)
+        return JSONResponse({"error": str(exc), "field": field, "status": status}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+        field = _field_name(first)
+        message = f"{field}: {first.get('msg', 'invalid')}"
+        details = [{"field": _field_name(e), "message": e.get("msg")} for e in errors]
+        return JSONResponse({"error": message, "field": field, "status": 422, "details": details}, status_code=422)
+
+    @app.get("/health", tags=["server"])
+    async def health() -> dict[str, Any]:
+        """Is the server up (no token needed, touches no notes)."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/corpora", tags=["server"], dependencies=bearer)
+    async def list_corpora() -> dict[str, Any]:
+        """The notes folders this server serves, and which one answers at the unprefixed paths."""
+        return {
+            "default": corpora.default_name,
+            "corpora": [corpus.describe() for corpus in corpora.by_name.values()],
+        }
+
+    def routes(resolve: Callable[..., ServedCorpus], prefix_tag: str) -> APIRouter:
+        router = APIRouter(tags=[prefix_tag], dependencies=bearer)
+        Corpus = Depends(resolve)
+
+        def blame(request: Request, field: str) -> None:
+            request.scope["brain_field"] = field  # names the input when the core refuses it
+
+        @router.post("/search")
+        async def search(body: SearchRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
+            """Files that talk about `query`, best first (the same JSON as `brain search --json`)."""
+            blame(request, "query")
+            return await run_in_threadpool(
+                corpus.search,
+                body.query,
+                limit=body.limit,
+                mode=body.mode,
+                excerpt_chars=body.excerpt_chars,
+                where=body.where,
+                path=body.path,
+                vector_weight=body.vector_weight,
+                chunks=body.chunks,
+                explain=body.explain,
+            )
+
+        @router.post("/scan")
+        async def scan(body: ScanRequest | None = None, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
+            """Re-index the notes; returns the scan report (counts, failures with reasons, moves)."""
+            return await run_in_threadpool(corpus.scan, full=bool(body and body.full))
+
+        @router.post("/grep")
+        async def grep(body: GrepRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
+            """Regular-expression matches in the indexed notes, with line numbers and context."""
+            blame(request, "pattern")
+            return await run_in_threadpool(
+                corpus.grep, body.pattern, file=body.file, context=body.context, limit=body.limit, case_sensitive=body.case_sensitive
+            )
+
+        @router.get("/file")
+        async def get_file(
+            request: Request,
+            path: Annotated[str, Query(min_length=1, description="The note's path relative to the notes folder.")],
+            offset: Annotated[int, Query(ge=0, description="UTF-8 byte offset into the note's text.")] = 0,
+            length: Annotated[int, Query(ge=1, le=1_000_000, description="Bytes to read.")] = 4000,
+            corpus: ServedCorpus = Corpus,
+        ) -> dict[str, Any]:
+            """A window of a note's text as it is on disk now (the same JSON as `brain get --json`)."""
+            blame(request, "path")
+            return await run_in_threadpool(corpus.get_file, path, offset=offset, length=length)
+
+        @router.post("/ask")
+        async def ask(body: AskRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
+            """An answer written from the notes found for `question`."""
+            blame(request, "question")
+            return await run_in_threadpool(corpus.ask, body.question)
+
+        @router.get("/status")
+        async def status(
+            verify: Annotated[bool, Query(description="Re-hash every file (slower, exact).")] = False,
+            corpus: ServedCorpus = Corpus,
+        ) -> dict[str, Any]:
+            """Is the index up to date with the notes, and what it holds."""
+            return await run_in_threadpool(corpus.status, verify=verify)
+
+        return router
+
+    def default_corpus() -> ServedCorpus:
+        return corpora.default
+
+    def named_corpus(
+        corpus: Annotated[str, PathParam(description="Name of a notes folder given with --corpus NAME=PATH.")],
+    ) -> ServedCorpus:
+        return corpora.get(corpus)
+
+    app.include_router(routes(default_corpus, "default corpus"))
+    app.include_router(
+        routes(named_corpus, "named corpus"),
+        prefix="/c/{corpus}",
+        generate_unique_id_function=lambda route: f"corpus_{route.name}",
+    )
+    return SecurityGate(app, hosts=allowed_hosts(host, port, allow_hosts or []), token=token)
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging with the access log on stderr too: stdout is for results."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise BrainError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port or --host") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8765, allow_hosts: list[str] | None = None) -> None:
+    """Bind, warm every corpus, and serve until interrupted (Ctrl-C or SIGTERM)."""
+    import uvicorn
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and token is None:
+        raise BrainError(
+            f"refusing to serve on {host}, which other machines can reach, without a token; "
+            f"set {TOKEN_ENV} to a long random secret (or bind 127.0.0.1)"
+        )
+    if not 0 <= port <= 65535:
+        raise BrainError(f"--port {port} is not a port number (0-65535)", usage=True)
+    sock = _bind(host, port)
+    port = sock.getsockname()[1]
+    app = build_app(corpora, host=host, port=port, allow_hosts=allow_hosts, token=token)
+    corpora.warm()
+    shown = f"[{host}]" if ":" in host else host
+    folders = ", ".join(f"{c.name}={c.root}" for c in corpora.by_name.values())
+    sys.stderr.write(
+        f"brain: serving {folders} at http://{shown}:{port}/ (API docs at /docs; "
+        f"token {'required' if token else 'not required'})\n"
+    )
+    sys.stderr.flush()
+    config = uvicorn.Config(app, log_config=_log_config(), log_level="warning", access_log=False, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])

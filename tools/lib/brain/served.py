@@ -1,0 +1,281 @@
+"""Notes folders as the long-running servers see them: one warm Brain each, one request at a time.
+
+The MCP and HTTP front doors both call these methods, and each returns exactly
+the `to_dict()` of the core object the CLI prints with `--json`, so the three
+front doors can never disagree. What lives here is only what a server needs
+and the CLI does not: a lock (requests arrive on several threads while a Brain
+is single-threaded), the warm-up, corpus names, and the check that a path a
+client sends stays inside the notes folder.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import BrainError
+
+CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+DEFAULT_CORPUS = "default"
+
+
+class PathRefused(BrainError):
+    """A client-supplied path that would leave the notes folder (or names something not a note)."""
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message, usage=True)
+        self.field = field  # the request input it came from, for HTTP's error body
+
+
+class NoteNotFound(BrainError):
+    """A path inside the notes folder that is not a note on disk (or a corpus name that is not served)."""
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message, usage=True)
+        self.field = field
+
+
+class NotAvailable(BrainError):
+    """A feature this version of brain does not have."""
+
+
+def _log(message: str) -> None:
+    # stdout may be a protocol (MCP over stdio): logs go to stderr only.
+    sys.stderr.write(f"brain: {message}\n")
+    sys.stderr.flush()
+
+
+def single_thread_blas() -> None:
+    """Run numpy's BLAS on one thread in a server process.
+
+    A query is encoded and scored with small matrix products, where BLAS threads
+    only add hand-offs; on a busy machine their spin-waiting made a warm search
+    many times slower (see docs/performance.md). The limit reaches only the BLAS
+    already loaded (numpy's), so torch keeps its threads for embedding notes.
+    """
+    try:
+        import numpy  # noqa: F401  (load its BLAS now, so the limit applies to it)
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1, user_api="blas")
+
+
+def _accepts(method: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def _as_dict(result: Any) -> Any:
+    return result.to_dict() if hasattr(result, "to_dict") else result
+
+
+def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
+    """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
+
+    Only relative paths inside the configured roots are accepted: no `..`, no
+    absolute or drive paths, nothing hidden (`.git/`, `.brain/`), nothing ignored,
+    and no symlink whose target lies outside the notes folder.
+    """
+    from . import sources
+
+    text = (raw or "").strip()
+    if not text:
+        raise PathRefused("path is empty; give a note's path relative to the notes folder", field=field)
+    if "\x00" in text:
+        raise PathRefused("path contains a NUL byte", field=field)
+    unified = text.replace("\\", "/")
+    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
+        raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
+    parts = [p for p in unified.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PathRefused(f"path {raw!r} climbs out with '..'; give it relative to the notes folder", field=field)
+    if not parts:
+        raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path", field=field)
+    root = Path(settings.root).resolve()
+    candidate = root.joinpath(*parts)
+    real = Path(os.path.realpath(candidate))
+    if real != root and root not in real.parents:
+        raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
+    found = sources.source_for(settings, candidate)
+    if isinstance(found, str):
+        reason = found.split(": ", 1)[-1]
+        raise PathRefused(f"path {raw!r} is not a note brain serves ({reason})", field=field)
+    if found.size < 0:
+        raise NoteNotFound(f"no note at {raw!r}; search first and use a path from the results", field=field)
+    return found.rel
+
+
+def path_prefix(raw: str | None, field: str = "path") -> str | None:
+    """The search `path` filter: relative, without `..` (it only narrows results, but a climb out is refused plainly)."""
+    if raw is None or not raw.strip():
+        return None
+    unified = raw.strip().replace("\\", "/")
+    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
+        raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)
+    return unified
+
+
+@dataclass
+class ServedCorpus:
+    """One named notes folder with its own settings, ignore rules and database, kept warm."""
+
+    name: str
+    root: Path
+    config: str | None = None
+    _brain: Any = field(default=None, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def brain(self) -> Any:
+        """The Brain of this folder, made once and reused by every request."""
+        with self._lock:
+            if self._brain is None:
+                from .api import Brain
+
+                self._brain = Brain(self.root, self.config)
+            return self._brain
+
+    def _call(self, feature: str, method_name: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            method = getattr(self.brain, method_name, None)
+            if method is None:
+                raise NotAvailable(f"{feature} is not available in this version of brain; upgrade brain to use it")
+            return method(*args, **kwargs)
+
+    def warm(self) -> None:
+        """Load the query encoder and the vectors now, so the first real search is as fast as the rest."""
+        try:
+            self.search("warm up", limit=1)
+        except BrainError as exc:
+            _log(f"[{self.name}] not warmed up: {exc}")
+
+    # ------------------------------------------------------------ requests
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        mode: str | None = None,
+        excerpt_chars: int | None = None,
+        where: list[str] | None = None,
+        path: str | None = None,
+        vector_weight: float | None = None,
+        chunks: bool = False,
+        explain: bool = False,
+    ) -> dict[str, Any]:
+        """Brain.search → the same dict `brain search --json` prints."""
+        options: dict[str, Any] = {
+            "mode": mode,
+            "limit": limit,
+            "vector_weight": vector_weight,
+            "path_prefix": path_prefix(path),
+            "where": list(where or []),
+            "chunks": chunks,
+        }
+        with self._lock:
+            if excerpt_chars is not None:
+                if not _accepts(self.brain.search, "excerpt_chars"):
+                    raise NotAvailable("excerpt_chars is not available in this version of brain; leave it out")
+                options["excerpt_chars"] = excerpt_chars
+            response = self.brain.search(query, **options)
+            return response.to_dict(explain) if explain else response.to_dict()
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        file: str | None = None,
+        context: int = 0,
+        limit: int = 50,
+        case_sensitive: bool = False,
+    ) -> dict[str, Any]:
+        """Brain.grep: regular-expression matches over the indexed text (of one note when `file`)."""
+        rel = None if file is None or not file.strip() else note_path(self.brain.settings, file, field="file")
+        result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
+        return _as_dict(result)
+
+    def get_file(self, path: str, *, offset: int = 0, length: int = 4000) -> dict[str, Any]:
+        """Brain.get_file, after checking that `path` is a note inside the folder."""
+        rel = note_path(self.brain.settings, path)
+        return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
+
+    def ask(self, question: str) -> dict[str, Any]:
+        """Brain.ask: an answer written from the notes found for `question`."""
+        return _as_dict(self._call("ask", "ask", question))
+
+    def scan(self, *, full: bool = False) -> dict[str, Any]:
+        """Brain.index → the scan report `brain index --json` prints."""
+        with self._lock:
+            report = self.brain.index(full=full)
+            return report.to_dict()
+
+    def status(self, *, verify: bool = False) -> dict[str, Any]:
+        """Brain.status: is the index fresh, what does it hold."""
+        return _as_dict(self._call("status", "status", verify=verify))
+
+    def describe(self) -> dict[str, Any]:
+        """Name, folder and database of this corpus (no index access)."""
+        settings = self.brain.settings
+        return {"name": self.name, "root": str(settings.root), "database": str(settings.database_path)}
+
+
+class Corpora:
+    """The notes folders one server serves, by name; one of them is the default."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, ServedCorpus] = {}
+        self.default_name: str | None = None
+
+    def add(self, name: str, root: str | Path, config: str | None = None, *, default: bool = False) -> ServedCorpus:
+        """Serve the notes folder `root` as `name` (checked now, so a typo stops the server before it starts)."""
+        from .config import find_root
+
+        if not CORPUS_NAME.fullmatch(name):
+            raise BrainError(f"corpus name {name!r} must be letters, digits, '-', '_' or '.'", usage=True)
+        if name in self.by_name:
+            raise BrainError(f"corpus {name!r} is given twice; give each folder its own name", usage=True)
+        folder = find_root(str(root))
+        corpus = ServedCorpus(name=name, root=folder, config=config)
+        corpus.brain  # loads the settings now: a bad brain.toml fails at start, not at the first request
+        self.by_name[name] = corpus
+        if default or self.default_name is None:
+            self.default_name = name
+        return corpus
+
+    @property
+    def default(self) -> ServedCorpus:
+        if self.default_name is None:
+            raise BrainError("no notes folder to serve; pass --root or --corpus NAME=PATH", usage=True)
+        return self.by_name[self.default_name]
+
+    def get(self, name: str) -> ServedCorpus:
+        """The corpus called `name`, or a BrainError listing the ones there are."""
+        corpus = self.by_name.get(name)
+        if corpus is None:
+            raise NoteNotFound(f"no corpus named {name!r}; served: {', '.join(sorted(self.by_name))}", field="corpus")
+        return corpus
+
+    def warm(self) -> None:
+        """Warm every corpus (query encoder, vectors)."""
+        single_thread_blas()
+        for corpus in self.by_name.values():
+            corpus.warm()
+
+
+def parse_corpus(text: str) -> tuple[str, str]:
+    """`NAME=PATH` from the command line → (name, path)."""
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise BrainError(f"--corpus {text!r} is not NAME=PATH (e.g. --corpus work=~/work-notes)", usage=True)
+    return name.strip(), path.strip()

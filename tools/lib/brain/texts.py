@@ -1,0 +1,189 @@
+"""The current extracted text of indexed files: which files come from the index, their text from disk.
+
+Files are the truth and the index only points at them, so grep, get, ask and
+search excerpts read every file again. Markdown and text are cheap to read;
+PDFs are not (pypdf needs tens of milliseconds per page), so the text of a
+PDF is kept in the index by the sha-256 of its bytes and used while the file
+on disk still has those bytes. A changed PDF is extracted again.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import sources
+from .config import Settings
+from .errors import BrainError
+from .excerpt import relevant_excerpt
+from .store import FileRow, Store
+
+if TYPE_CHECKING:
+    from .search import SearchResponse
+
+MIN_EXCERPT_CHARS = 100
+
+
+class TextUnavailable(Exception):
+    """An indexed file whose text cannot be read now; the message says why."""
+
+
+@dataclass
+class FileText:
+    """The extracted text of one indexed file as it is on disk now."""
+
+    path: str  # relative to the notes root, as the index stores it
+    text: str
+    page_starts: list[int] = field(default_factory=list)  # PDFs: first line of each page
+    stale: bool = False  # the file changed since it was indexed
+
+    @cached_property
+    def utf8(self) -> bytes:
+        """The text as UTF-8: the unit of grep offsets and get ranges."""
+        return self.text.encode("utf-8", "surrogatepass")
+
+    def pages_for_lines(self, start_line: int, end_line: int) -> list[int]:
+        """1-based pages the lines fall on (empty for files without pages)."""
+        return sources.pages_for_lines(self.page_starts, start_line, end_line)
+
+
+class TextReader:
+    """Reads indexed files' current text and resolves the paths people give."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+
+    def files(self) -> list[FileRow]:
+        """Every indexed file, by path."""
+        return sorted(self.store.all_files().values(), key=lambda row: row.path)
+
+    def read(self, row: FileRow) -> FileText:
+        """The file's text now; raises TextUnavailable when it is gone or unreadable."""
+        path = self.settings.root / row.path
+        try:
+            info = path.stat()
+        except OSError:
+            raise TextUnavailable("deleted since it was indexed; run `brain index`") from None
+        is_pdf = row.path.lower().endswith(".pdf")
+        if is_pdf and info.st_size == row.size and info.st_mtime_ns == row.mtime_ns:
+            kept = self.store.extracted_text(row.hash)
+            if kept is not None:
+                return FileText(row.path, kept[0], kept[1])
+        try:
+            data = sources.read_source(path, self.max_bytes)
+        except sources.ExtractionError as exc:
+            raise TextUnavailable(str(exc)) from None
+        digest = sources.content_hash(data) if is_pdf or info.st_size != row.size or info.st_mtime_ns != row.mtime_ns else row.hash
+        if is_pdf:
+            kept = self.store.extracted_text(digest)
+            if kept is not None:
+                return FileText(row.path, kept[0], kept[1], stale=digest != row.hash)
+        try:
+            extracted = sources.extract_bytes(path.name, data)
+        except sources.ExtractionError as exc:
+            raise TextUnavailable(str(exc)) from None
+        if is_pdf:
+            try:
+                self.store.save_extracted_text(digest, extracted.text, extracted.page_starts)
+            except sqlite3.Error:
+                pass  # a read-only or busy index only costs extracting again next time
+        return FileText(row.path, extracted.text, extracted.page_starts, stale=digest != row.hash)
+
+    def resolve(self, raw: str) -> FileRow:
+        """The indexed file a person means by `raw` (relative to the notes root, to the cwd, or absolute).
+
+        Raises BrainError for paths outside the notes root and paths not in the index.
+        """
+        text = str(raw).strip()
+        if not text:
+            raise BrainError("empty path; give a file path as `brain search` prints it", usage=True)
+        root = self.settings.root
+        given = Path(os.path.expanduser(text))
+        candidates: list[str] = []
+        if given.is_absolute():
+            rel = _inside(root, Path(os.path.normpath(given)))
+            if rel is None:
+                raise BrainError(f"{raw}: outside the notes root {root}; give a path inside it", usage=True)
+            candidates.append(rel)
+        else:
+            plain = os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/")
+            if plain != ".." and not plain.startswith("../"):
+                candidates.append(plain)
+            from_cwd = _inside(root, Path(os.path.normpath(Path.cwd() / given)))
+            if from_cwd is not None and from_cwd not in candidates:
+                candidates.append(from_cwd)
+            if not candidates:
+                raise BrainError(f"{raw}: leaves the notes root {root}; give a path inside it", usage=True)
+        for rel in candidates:
+            row = self.store.get_file(rel)
+            if row is not None:
+                return row
+        raise BrainError(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
+
+    def resolve_many(self, raw: str) -> tuple[list[FileRow], bool]:
+        """The indexed file `raw` names (and True), or every indexed file under the folder it names (and False)."""
+        try:
+            return [self.resolve(raw)], True
+        except BrainError as exc:
+            if exc.usage:
+                raise  # outside the notes root: no folder there either
+            text = str(raw).strip()
+            given = Path(os.path.expanduser(text))
+            folder = _inside(self.settings.root, given) if given.is_absolute() else None
+            if folder is None:
+                folder = os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/")
+            inside = [row for row in self.files() if row.path.startswith(folder.rstrip("/") + "/")]
+            if not inside:
+                raise
+            return inside, False
+
+
+def page_ranges(pages: list[int]) -> str:
+    """[1, 2, 3, 40] → "1-3, 40"."""
+    runs: list[list[int]] = []
+    for page in pages:
+        if runs and runs[-1][1] + 1 == page:
+            runs[-1][1] = page
+        else:
+            runs.append([page, page])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _inside(root: Path, path: Path) -> str | None:
+    """`path` relative to `root` with forward slashes, or None when it lies outside."""
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        try:
+            rel = path.resolve().relative_to(root).as_posix()
+        except (ValueError, OSError):
+            return None
+    return None if rel in ("", ".") else rel
+
+
+def add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
+    """Give every hit the relevant excerpt (about `chars` characters) of its file as it is now, and its length."""
+    if chars < MIN_EXCERPT_CHARS:
+        raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {chars}", usage=True)
+    response.excerpt_chars = chars
+    done: dict[str, tuple[str, int] | None] = {}
+    for hit in response.results:
+        if hit.path not in done:
+            row = reader.store.get_file(hit.path)
+            try:
+                document = reader.read(row) if row is not None else None
+            except TextUnavailable:
+                document = None
+            done[hit.path] = None if document is None else (
+                relevant_excerpt(document.text, response.query, chars).text,
+                len(document.text),
+            )
+        found = done[hit.path]
+        if found is not None:
+            hit.excerpt, hit.content_len = found
