@@ -193,16 +193,22 @@ def test_tokenizer_change_rebuilds_the_keyword_index(tmp_path: Path) -> None:
     assert brain.index().rebuilt is False  # unchanged settings: no second rebuild
 
 
-def test_vector_weight_shrinks_when_the_vector_half_cannot_tell_candidates_apart() -> None:
-    from brain.search import effective_weight, vector_spread
+def test_vector_weight_shrinks_when_the_vector_half_is_flat_next_to_bm25() -> None:
+    from brain.search import effective_weight, spreads
 
-    flat = Candidates(use_keyword=True, use_vector=True, ids=list(range(12)),
-                      cosine={i: 0.60 - 0.005 * i for i in range(12)})  # 1st − 10th = 0.045
-    sharp = Candidates(use_keyword=True, use_vector=True, ids=list(range(12)),
-                       cosine={i: 0.70 - 0.03 * i for i in range(12)})  # 1st − 10th = 0.27
-    assert vector_spread(flat) == pytest.approx(0.045)
-    assert effective_weight(flat, 0.6, 0.1) == pytest.approx(0.6 * 0.45)
-    assert effective_weight(sharp, 0.6, 0.1) == pytest.approx(0.6)
-    assert effective_weight(flat, 0.6, 0.0) == pytest.approx(0.6)  # 0 turns the scaling off
-    tiny = Candidates(use_keyword=True, use_vector=True, ids=[1, 2], cosine={1: 0.5, 2: 0.3})
-    assert vector_spread(tiny) == pytest.approx(0.2)  # fewer than 10 candidates: the last one counts
+    ids = list(range(12))
+    sharp_bm25 = {i: 10.0 - 0.5 * i for i in ids}  # (10 − 5.5) / 10 = 0.45
+    flat_bm25 = {i: 10.0 - 0.1 * i for i in ids}  # 0.09
+    flat_cos = {i: 0.60 - 0.005 * i for i in ids}  # 1st − 10th = 0.045
+    sharp_cos = {i: 0.70 - 0.03 * i for i in ids}  # 0.27
+    italian = Candidates(True, True, ids, keyword=sharp_bm25, cosine=flat_cos)
+    assert spreads(italian) == (pytest.approx(0.045), pytest.approx(0.45))
+    assert effective_weight(italian, 0.6, 0.3) == pytest.approx(0.6 * (0.1 / 0.3))
+    assert effective_weight(Candidates(True, True, ids, keyword=sharp_bm25, cosine=sharp_cos), 0.6, 0.3) == pytest.approx(0.6)
+    # Both halves flat (many similar relevant documents): the vector half keeps its weight.
+    assert effective_weight(Candidates(True, True, ids, keyword=flat_bm25, cosine=flat_cos), 0.6, 0.3) == pytest.approx(0.6)
+    assert effective_weight(italian, 0.6, 0.0) == pytest.approx(0.6)  # 0 turns the scaling off
+    no_words = Candidates(True, True, ids, keyword={i: 0.0 for i in ids}, cosine=flat_cos)
+    assert effective_weight(no_words, 0.6, 0.3) == pytest.approx(0.6)  # nothing to compare with
+    tiny = Candidates(True, True, [1, 2], keyword={1: 2.0, 2: 0.0}, cosine={1: 0.5, 2: 0.3})
+    assert spreads(tiny) == (pytest.approx(0.2), pytest.approx(1.0))  # fewer than 10: the last one counts

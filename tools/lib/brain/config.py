@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "search.vector_weight": 0.6,
     "search.candidates": 200,
     "search.fusion": "linear",
-    "search.vector_spread": 0.1,
+    "search.spread_ratio": 0.3,
     "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     "ask.model": "",
@@ -164,8 +164,8 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("search.mode", "must be one of hybrid, bm25, vector")
     if values["search.fusion"] not in FUSION_METHODS:
         raise bad("search.fusion", f"must be one of {', '.join(FUSION_METHODS)}")
-    if not 0.0 <= values["search.vector_spread"] <= 2.0:
-        raise bad("search.vector_spread", "must be between 0 (off) and 2")
+    if not 0.0 <= values["search.spread_ratio"] <= 10.0:
+        raise bad("search.spread_ratio", "must be between 0 (off) and 10")
     if values["search.fts_tokenizer"] not in FTS_TOKENIZERS:
         raise bad("search.fts_tokenizer", f"must be one of: {'; '.join(FTS_TOKENIZERS)}")
     if not 0.0 <= values["search.vector_weight"] <= 1.0:

@@ -439,7 +439,7 @@ def evaluate(
         settings={
             "fusion": values["search.fusion"],
             "vector_weight": weight,
-            "vector_spread": values["search.vector_spread"],
+            "spread_ratio": values["search.spread_ratio"],
             "candidates": values["search.candidates"],
             "fts_tokenizer": values["search.fts_tokenizer"],
             "chunk_chars": values["chunking.chunk_chars"],

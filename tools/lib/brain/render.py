@@ -56,7 +56,8 @@ def _explain_lines(hit: Any) -> list[str]:
     w = e.get("weights", {})
     if "vector_asked" in w:
         scaled = "" if w["vector"] == w["vector_asked"] else f", scaled from {fmt(w['vector_asked'])}"
-        weights = f"vector {fmt(w['vector'])} (spread {fmt(w['vector_spread'])}{scaled}), keyword {fmt(w['keyword'])}"
+        vs, ks = w.get("spreads", [None, None])
+        weights = f"vector {fmt(w['vector'])} (spreads: vector {fmt(vs)}, keyword {fmt(ks)}{scaled}), keyword {fmt(w['keyword'])}"
     else:
         weights = ", ".join(f"{k} {fmt(v)}" for k, v in w.items())
     lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]
@@ -312,7 +313,7 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     index = report.index
     head = (
         f"{report.collection}{split}: {report.queries} queries, {report.documents} documents; "
-        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread {cfg.get('vector_spread')}), candidates {cfg['candidates']}, "
+        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread ratio {cfg.get('spread_ratio')}), candidates {cfg['candidates']}, "
         f"tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
     )
     tail = (

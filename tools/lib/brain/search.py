@@ -149,7 +149,7 @@ def sources_fold(text: str) -> str:
 
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
-SPREAD_RANK = 10  # vector spread = cosine of the best candidate minus that of the 10th
+SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
@@ -219,24 +219,33 @@ def _normaliser(method: str, values: list[float], floor_zero: bool) -> tuple[Any
     return (lambda x: min(max(x, 0.0), 1.0)), {}
 
 
-def vector_spread(candidates: Candidates) -> float:
-    """How sharply the vector half separates its best candidate: cosine of the 1st minus the 10th."""
-    top = sorted(candidates.cosine.values(), reverse=True)
-    return top[0] - top[min(SPREAD_RANK, len(top)) - 1] if top else 0.0
+def spreads(candidates: Candidates) -> tuple[float, float]:
+    """How sharply each half separates its best candidates: (cosine #1 − #10, (bm25 #1 − #10) / bm25 #1)."""
+    cos = sorted(candidates.cosine.values(), reverse=True)
+    kw = sorted(candidates.keyword.values(), reverse=True)
+    vector = cos[0] - cos[min(SPREAD_RANK, len(cos)) - 1] if cos else 0.0
+    keyword = (kw[0] - kw[min(SPREAD_RANK, len(kw)) - 1]) / kw[0] if kw and kw[0] > 0 else 0.0
+    return vector, keyword
 
 
-def effective_weight(candidates: Candidates, vector_weight: float, full_spread: float) -> float:
-    """The vector weight for this query: `vector_weight` scaled down when the vector half barely discriminates.
+def effective_weight(candidates: Candidates, vector_weight: float, ratio: float) -> float:
+    """The vector weight for this query: `vector_weight`, scaled down when the vector half is flat next to BM25.
 
     A model reading a language it was not trained on (all-MiniLM-L6-v2 on
-    Italian) gives nearly flat cosines: its 1st and 10th candidates differ by
-    half as much as on English. Trusting it at full weight then loses to BM25
-    alone; scaling its weight by spread / full_spread (capped at 1) keeps it
-    whole where it discriminates. 0 turns the scaling off.
+    Italian) gives nearly flat cosines while BM25 still picks its passage out:
+    the median vector spread / keyword spread is 0.13 on SQuAD-it against
+    0.34-0.40 on the English collections. Trusting the vector half at full
+    weight there loses to BM25 alone, so its weight is scaled by
+    min(1, (vector spread / keyword spread) / ratio). Comparing the two halves,
+    not a cosine threshold, keeps full weight on collections where both halves
+    are flat (many relevant documents). `ratio` 0 turns the scaling off.
     """
-    if full_spread <= 0:
+    if ratio <= 0:
         return vector_weight
-    return vector_weight * min(1.0, vector_spread(candidates) / full_spread)
+    vector, keyword = spreads(candidates)
+    if keyword <= 0:  # BM25 found nothing to compare with
+        return vector_weight
+    return vector_weight * min(1.0, vector / keyword / ratio)
 
 
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
@@ -285,7 +294,7 @@ def _explain(
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
-                   "vector_spread": round(vector_spread(candidates), 4)}
+                   "spreads": [round(x, 4) for x in spreads(candidates)]}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -400,7 +409,7 @@ class Searcher:
         # for fewer results never changes which file comes first.
         pool = max(int(self.settings["search.candidates"]), limit)
         candidates = self._candidates(query, match, mode, pool, allowed)
-        weight = effective_weight(candidates, weight, float(self.settings["search.vector_spread"])) if mode == "hybrid" else weight
+        weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Ties break by chunk id so the order never depends on the result count.
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
