@@ -34,6 +34,7 @@ def main() -> int:
     parser.add_argument("--weights", default="0.3,0.4,0.5,0.6,0.7,0.8")
     parser.add_argument("--pools", default="50,100,200,400")
     parser.add_argument("--gaps", default="", help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
+    parser.add_argument("--ratios", default="", help="also try the vector weight scaled by min(1, (vector spread / keyword relative spread) / RATIO)")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()
 
@@ -91,6 +92,13 @@ def main() -> int:
                 runs.setdefault((method, weight, pool), {})[qid] = ranking(fused)
             top = sorted(found.cosine.values(), reverse=True)
             spread = top[0] - top[min(9, len(top) - 1)] if top else 0.0
+            kw_top = sorted(found.keyword.values(), reverse=True)
+            kw_spread = (kw_top[0] - kw_top[min(9, len(kw_top) - 1)]) / kw_top[0] if kw_top and kw_top[0] > 0 else 0.0
+            for ratio in [float(r) for r in args.ratios.split(",") if r]:
+                scale = 1.0 if kw_spread <= 0 else min(1.0, spread / kw_spread / ratio)
+                for method, weight in itertools.product(methods, weights):
+                    fused = fuse(found, mode="hybrid", method=method, vector_weight=weight * scale)
+                    runs.setdefault((f"{method}/r{ratio}", weight, pool), {})[qid] = ranking(fused)
             for gap in [float(g) for g in args.gaps.split(",") if g]:
                 for method, weight in itertools.product(methods, weights):
                     w = weight * min(1.0, spread / gap)
