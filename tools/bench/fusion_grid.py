@@ -94,11 +94,14 @@ def main() -> int:
             spread = top[0] - top[min(9, len(top) - 1)] if top else 0.0
             kw_top = sorted(found.keyword.values(), reverse=True)
             kw_spread = (kw_top[0] - kw_top[min(9, len(kw_top) - 1)]) / kw_top[0] if kw_top and kw_top[0] > 0 else 0.0
-            for ratio in [float(r) for r in args.ratios.split(",") if r]:
-                scale = 1.0 if kw_spread <= 0 else min(1.0, spread / kw_spread / ratio)
+            for item in [r for r in args.ratios.split(",") if r]:
+                # RATIO or RATIO^POWER: a steeper scaling below the ratio.
+                text_ratio, _, text_power = item.partition("^")
+                ratio, power = float(text_ratio), float(text_power or 1)
+                scale = 1.0 if kw_spread <= 0 else min(1.0, spread / kw_spread / ratio) ** power
                 for method, weight in itertools.product(methods, weights):
                     fused = fuse(found, mode="hybrid", method=method, vector_weight=weight * scale)
-                    runs.setdefault((f"{method}/r{ratio}", weight, pool), {})[qid] = ranking(fused)
+                    runs.setdefault((f"{method}/r{item}", weight, pool), {})[qid] = ranking(fused)
             for gap in [float(g) for g in args.gaps.split(",") if g]:
                 for method, weight in itertools.product(methods, weights):
                     w = weight * min(1.0, spread / gap)
