@@ -83,6 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--length", type=int, default=None, metavar="N", help="bytes to return (default 4000 with --offset)")
     p.add_argument("--json", action="store_true")
 
+    p = commands.add_parser("eval", help="measure retrieval quality on a judged collection, per search mode")
+    _common(p)
+    p.add_argument("collection", nargs="?", metavar="FOLDER", help="a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
+    p.add_argument("--split", default="test", help="qrels split to use: qrels/SPLIT.tsv (default test)")
+    p.add_argument("--notes", metavar="DIR", help="evaluate a notes folder instead, with --queries")
+    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths]} per line (with --notes)')
+    p.add_argument("--modes", metavar="LIST", help="comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all)")
+    p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid modes (0-1)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. search.candidates=100")
+    p.add_argument("--limit-queries", type=int, default=None, metavar="N", help="only N queries, spread evenly over the set")
+    p.add_argument("--workdir", default=None, metavar="DIR", help="where documents and indexes are cached (default ~/.cache/brain/eval)")
+    p.add_argument("--per-query", action="store_true", help="with --json: every query's scores too")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+
     p = commands.add_parser("stats", help="what the index holds")
     _common(p)
     p.add_argument("--json", action="store_true")
@@ -243,6 +258,27 @@ def _run(args: argparse.Namespace) -> int:
         else:
             sys.stderr.write(render.range_header(part) + "\n")
             sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
+        return EXIT_OK
+    if args.command == "eval":
+        from . import evaluation
+
+        report = evaluation.evaluate(
+            evaluation.load_collection(
+                args.collection,
+                split=args.split,
+                notes=args.notes,
+                queries=args.queries,
+                workdir=args.workdir,
+                config=getattr(args, "config", None),
+                overrides=args.set,
+                limit_queries=args.limit_queries,
+            ),
+            modes=args.modes,
+            vector_weight=args.vector_weight,
+            show_progress=not args.json and not args.markdown and sys.stderr.isatty(),
+            per_query=args.per_query,
+        )
+        print(render.as_json(report.to_dict(args.per_query)) if args.json else render.eval_table(report, markdown=args.markdown))
         return EXIT_OK
     if args.command == "stats":
         data = _brain(args).stats()

@@ -37,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "chunking.max_tokens": 0,
     "search.mode": "hybrid",
     "search.limit": 10,
-    "search.vector_weight": 0.7,
+    "search.vector_weight": 0.6,
     "search.candidates": 200,
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     "ask.model": "",
@@ -46,9 +46,16 @@ DEFAULTS: dict[str, Any] = {
     "ask.budget_chars": 8000,
     "ask.max_files": 5,
     "ask.timeout_seconds": 120.0,
+    "search.fusion": "linear",
+    "search.vector_spread": 0.1,
+    "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
 }
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")
+# How hybrid mode fuses its halves; see docs/evaluation.md for how they compare.
+FUSION_METHODS = ("linear", "minmax", "zscore", "rrf")
+# FTS5 tokenizers the keyword index may use (the same list as store.FTS_TOKENIZERS).
+FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 
 
 @dataclass
@@ -155,6 +162,12 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("embedding.precision", "must be auto, float32 or bfloat16")
     if values["search.mode"] not in SEARCH_MODES:
         raise bad("search.mode", "must be one of hybrid, bm25, vector")
+    if values["search.fusion"] not in FUSION_METHODS:
+        raise bad("search.fusion", f"must be one of {', '.join(FUSION_METHODS)}")
+    if not 0.0 <= values["search.vector_spread"] <= 2.0:
+        raise bad("search.vector_spread", "must be between 0 (off) and 2")
+    if values["search.fts_tokenizer"] not in FTS_TOKENIZERS:
+        raise bad("search.fts_tokenizer", f"must be one of: {'; '.join(FTS_TOKENIZERS)}")
     if not 0.0 <= values["search.vector_weight"] <= 1.0:
         raise bad("search.vector_weight", "must be between 0 and 1")
     for key in ("search.limit", "search.candidates", "embedding.batch_size", "chunking.chunk_chars"):
@@ -217,6 +230,23 @@ def load_settings(root: Path, config: str | None = None) -> Settings:
             origins[key] = f"environment {name}"
     _validate(values, origins)
     return Settings(root=root, config_path=config_path, values=values, origins=origins)
+
+
+def with_overrides(settings: Settings, items: dict[str, str]) -> Settings:
+    """A copy of `settings` with KEY=VALUE overrides (typed and checked like brain.toml values)."""
+    values = dict(settings.values)
+    origins = dict(settings.origins)
+    for key, raw in items.items():
+        if key not in DEFAULTS:
+            raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
+        try:
+            parsed: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            parsed = raw  # a bare word is a string
+        values[key] = coerce(key, parsed, f"--set {key}")
+        origins[key] = f"--set {key}"
+    _validate(values, origins)
+    return Settings(root=settings.root, config_path=settings.config_path, values=values, origins=origins)
 
 
 def set_value(config_path: Path, key: str, raw_value: str) -> Any:

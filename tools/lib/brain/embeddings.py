@@ -204,6 +204,29 @@ def _torch_model_loaded(embedder: "Embedder") -> bool:
     return key in _LOADED
 
 
+_BLAS_CONTROLLER: Any = None
+
+
+def one_blas_thread() -> Any:
+    """A context in which numpy's BLAS uses one thread.
+
+    One query is far too small to gain from BLAS threads, and on a busy machine
+    their spin-waiting made encoding a query about 15 times slower (0.5 s
+    instead of 35 ms, measured with two cores shared).
+    """
+    global _BLAS_CONTROLLER
+    try:
+        if _BLAS_CONTROLLER is None:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS_CONTROLLER = ThreadpoolController()
+        return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+    except Exception:  # threadpoolctl missing or confused by an unusual BLAS: just run
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
 # Loaded models are shared by every Embedder in the process (servers with several
 # corpora, tests): each model loads once.
 _LOADED: dict[tuple[str, str], Any] = {}
@@ -394,7 +417,8 @@ class Embedder:
             for row, ids in enumerate(batch):
                 arr[row, : len(ids)] = ids
                 mask[row, : len(ids)] = 1.0
-            out.append(light.encode(arr, mask))
+            with one_blas_thread():
+                out.append(light.encode(arr, mask))
         return np.concatenate(out)
 
     def encode_query(self, text: str) -> np.ndarray:

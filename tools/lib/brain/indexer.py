@@ -74,8 +74,9 @@ class _Pending:
 
 
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
-    """What the vectors in an index depend on; a change means re-embedding."""
+    """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
+        "fts_tokenizer": str(settings["search.fts_tokenizer"]),
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
@@ -87,7 +88,8 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
 def identity_mismatch(store: Store, wanted: dict[str, str]) -> str | None:
     """A sentence saying how the index differs from the settings, or None."""
     for key, value in wanted.items():
-        have = store.get_meta(key)
+        # The tokenizer is read from the FTS table itself: an index made before it was recorded is still checked.
+        have = store.fts_tokenizer() if key == "fts_tokenizer" else store.get_meta(key)
         if have is not None and have != value:
             return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
     return None
@@ -111,6 +113,7 @@ class Indexer:
         self.embedder = embedder or Embedder(settings)
         self.show_progress = show_progress
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+        self.tokenizer = str(settings["search.fts_tokenizer"])
 
     # ------------------------------------------------------------ public
 
@@ -120,7 +123,7 @@ class Indexer:
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
         with writer_lock(db_path):
-            store = Store(db_path)
+            store = Store(db_path, tokenizer=self.tokenizer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 if identity_mismatch(store, wanted) is not None:
@@ -166,7 +169,7 @@ class Indexer:
                 picked.append(found)
         db_path = self.settings.database_path
         with writer_lock(db_path):
-            store = Store(db_path)
+            store = Store(db_path, tokenizer=self.tokenizer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
@@ -194,7 +197,7 @@ class Indexer:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(str(fresh_path) + suffix)
-        fresh = Store(fresh_path)
+        fresh = Store(fresh_path, tokenizer=self.tokenizer)
         try:
             if db_path.exists():
                 self._copy_cache(fresh, db_path)

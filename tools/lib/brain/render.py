@@ -51,12 +51,24 @@ def _explain_lines(hit: Any) -> list[str]:
     e = hit.explain or {}
     vec, kw = e.get("vector", {}), e.get("keyword", {})
     fmt = lambda v: "—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
-    return [
-        f"   how: {e.get('formula')}; weights {e.get('weights')}",
-        f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} (rank {fmt(vec.get('rank'))})",
-        f"        keyword bm25 {fmt(kw.get('bm25'))} / best {fmt(kw.get('best_bm25_in_pool'))} → {fmt(kw.get('normalised'))} (rank {fmt(kw.get('rank'))})",
-        f"        chunk #{e.get('chunk', {}).get('id')} lines {hit.start_line}-{hit.end_line} {hit.heading_path}",
-    ]
+    pool = lambda d: ", ".join(f"{k} {fmt(v)}" for k, v in d.items())  # noqa: E731
+    fusion = f"fusion {e['fusion']}: " if e.get("fusion") else ""
+    w = e.get("weights", {})
+    if "vector_asked" in w:
+        scaled = "" if w["vector"] == w["vector_asked"] else f", scaled from {fmt(w['vector_asked'])}"
+        weights = f"vector {fmt(w['vector'])} (spread {fmt(w['vector_spread'])}{scaled}), keyword {fmt(w['keyword'])}"
+    else:
+        weights = ", ".join(f"{k} {fmt(v)}" for k, v in w.items())
+    lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]
+    if vec.get("normalised") is not None:
+        extra = f" [pool {pool(vec['pool'])}]" if vec.get("pool") else ""
+        lines.append(f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} (rank {fmt(vec.get('rank'))}){extra}")
+    if kw.get("normalised") is not None:
+        extra = f" [pool {pool(kw['pool'])}]" if kw.get("pool") else ""
+        lines.append(f"        keyword bm25 {fmt(kw.get('bm25'))} → {fmt(kw.get('normalised'))} (rank {fmt(kw.get('rank'))}){extra}")
+    chunk = e.get("chunk", {})
+    lines.append(f"        chunk #{chunk.get('id')} lines {hit.start_line}-{hit.end_line} {hit.heading_path}".rstrip())
+    return lines
 
 
 def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
@@ -289,3 +301,31 @@ def status_text(report: Any) -> str:
                     state += ", runs the previous hook first"
             lines.append(f"hook        {hook['hook']:<14} {state}")
     return "\n".join(lines)
+
+
+def eval_table(report: Any, markdown: bool = False) -> str:
+    """One row per search mode: the metrics and the median query latency (an EvalReport)."""
+    from .evaluation import METRICS
+
+    split = f" ({report.split})" if report.split else ""
+    cfg = report.settings
+    index = report.index
+    head = (
+        f"{report.collection}{split}: {report.queries} queries, {report.documents} documents; "
+        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread {cfg.get('vector_spread')}), candidates {cfg['candidates']}, "
+        f"tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
+    )
+    tail = (
+        f"index {'reused' if index['reused'] else 'built'} in {index['seconds']:.1f}s "
+        f"({index['chunks_embedded']} chunks embedded, {index['cache_hits']} from cache); total {report.seconds:.1f}s"
+    )
+    titles = ["mode", *METRICS.values(), "median ms"]
+    rows = [[r.mode, *(f"{r.metrics[m]:.4f}" for m in METRICS), f"{r.median_ms:.1f}"] for r in report.results]
+    if markdown:
+        out = [head, "", "| " + " | ".join(titles) + " |", "|" + "---|" + "---:|" * (len(titles) - 1)]
+        out.extend("| " + " | ".join(row) + " |" for row in rows)
+        out.extend(["", tail])
+        return "\n".join(out)
+    widths = [max(len(str(x)) for x in col) for col in zip(titles, *rows)]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([head, line(titles), *(line(r) for r in rows), tail])

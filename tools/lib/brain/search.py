@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import sources
-from .config import SEARCH_MODES, Settings
-from .embeddings import Embedder
+from .config import FUSION_METHODS, SEARCH_MODES, Settings
+from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from .store import ChunkRow, FileRow, Store
 from .texts import MIN_EXCERPT_CHARS, TextReader, add_excerpts
@@ -131,9 +131,9 @@ def _make_preview(text: str, terms: list[str]) -> str:
     """The chunk from its first line that mentions a query term, whitespace collapsed."""
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
-    folded = [sources_fold(ln) for ln in lines]
-    for index, line in enumerate(folded):
-        if any(term in line for term in terms):
+    for index, line in enumerate(lines):
+        folded = sources_fold(line)
+        if any(term in folded for term in terms):
             start = index
             break
     flat = " ".join(" ".join(lines[start:]).split())
@@ -146,6 +146,169 @@ def sources_fold(text: str) -> str:
 
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
+SPREAD_RANK = 10  # vector spread = cosine of the best candidate minus that of the 10th
+
+_FORMULAS = {
+    "linear": "w × cosine + (1 − w) × bm25 / best bm25",
+    "minmax": "w × minmax(cosine) + (1 − w) × minmax(bm25), min and max over the candidates",
+    "zscore": "w × z(cosine) + (1 − w) × z(bm25), mean and deviation over the candidates",
+    "rrf": f"w × {RRF_K + 1}/({RRF_K} + cosine rank) + (1 − w) × {RRF_K + 1}/({RRF_K} + bm25 rank), ranks among the candidates",
+}
+
+
+@dataclass
+class Candidates:
+    """The candidate chunks of one query and each half's raw score for every one of them.
+
+    `keyword` holds a BM25 score for every candidate in hybrid mode (0.0 when
+    no query word is in the chunk); `cosine` an exact cosine for every
+    candidate that has a vector (chunks of only code have none).
+    """
+
+    use_keyword: bool
+    use_vector: bool
+    ids: list[int] = field(default_factory=list)
+    keyword: dict[int, float] = field(default_factory=dict)
+    cosine: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One candidate's fused score and the parts it was made of."""
+
+    score: float
+    vector: float | None  # the vector half after normalisation (None when the mode has no vector half)
+    keyword: float | None  # the keyword half after normalisation
+    vector_rank: int | None  # rank among the candidates by cosine
+    keyword_rank: int | None  # rank among the candidates by BM25; None when no query word matched
+    stats: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
+
+
+def _ranks(values: dict[int, float], keep: Any) -> dict[int, int]:
+    """1-based ranks by value, best first; equal values share a rank, so ties cannot break monotonicity."""
+    order = sorted((v for v in values.values() if keep(v)), reverse=True)
+    first: dict[float, int] = {}
+    for rank, value in enumerate(order, 1):
+        first.setdefault(value, rank)
+    return {cid: first[v] for cid, v in values.items() if keep(v)}
+
+
+def _normaliser(method: str, values: list[float], floor_zero: bool) -> tuple[Any, dict[str, float]]:
+    """A function raw → normalised score for one half, and the pool figures it uses (for explain)."""
+    if not values:
+        return (lambda x: 0.0), {}
+    if method == "minmax":
+        lo, hi = min(values), max(values)
+        if hi > lo:
+            return (lambda x: (x - lo) / (hi - lo)), {"min": lo, "max": hi}
+        # Every candidate scored the same: they tie at the top (or at nothing, for BM25 0).
+        return (lambda x: 1.0 if x > 0 or not floor_zero else 0.0), {"min": lo, "max": hi}
+    if method == "zscore":
+        mean = sum(values) / len(values)
+        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        if std > 0:
+            return (lambda x: (x - mean) / std), {"mean": mean, "std": std}
+        return (lambda x: 0.0), {"mean": mean, "std": std}
+    # linear: BM25 over the best BM25 among the candidates; cosine as it is, clipped to 0..1.
+    if floor_zero:
+        best = max(values)
+        return (lambda x: x / best if best > 0 else 0.0), {"best": best}
+    return (lambda x: min(max(x, 0.0), 1.0)), {}
+
+
+def vector_spread(candidates: Candidates) -> float:
+    """How sharply the vector half separates its best candidate: cosine of the 1st minus the 10th."""
+    top = sorted(candidates.cosine.values(), reverse=True)
+    return top[0] - top[min(SPREAD_RANK, len(top)) - 1] if top else 0.0
+
+
+def effective_weight(candidates: Candidates, vector_weight: float, full_spread: float) -> float:
+    """The vector weight for this query: `vector_weight` scaled down when the vector half barely discriminates.
+
+    A model reading a language it was not trained on (all-MiniLM-L6-v2 on
+    Italian) gives nearly flat cosines: its 1st and 10th candidates differ by
+    half as much as on English. Trusting it at full weight then loses to BM25
+    alone; scaling its weight by spread / full_spread (capped at 1) keeps it
+    whole where it discriminates. 0 turns the scaling off.
+    """
+    if full_spread <= 0:
+        return vector_weight
+    return vector_weight * min(1.0, vector_spread(candidates) / full_spread)
+
+
+def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
+    """Score every candidate chunk; the result depends on the candidate set only, never on a limit.
+
+    Each method is monotonic: a chunk with a higher cosine and a higher BM25
+    than another always scores higher. A keyword-only candidate keeps its
+    exact cosine and a vector-only one its real BM25 (0 when no word matches),
+    so nothing is cut by a floor. Single modes (bm25, vector) use the linear
+    normalisation; their order is the raw score order whatever the method.
+    """
+    if mode != "hybrid":
+        method = "linear"
+    ids = candidates.ids
+    cosine = {cid: candidates.cosine.get(cid, 0.0) for cid in ids} if candidates.use_vector else {}
+    keyword = {cid: candidates.keyword.get(cid, 0.0) for cid in ids} if candidates.use_keyword else {}
+    vector_ranks = _ranks({cid: v for cid, v in cosine.items() if cid in candidates.cosine}, lambda v: True)
+    keyword_ranks = _ranks(keyword, lambda v: v > 0)
+    stats: dict[str, dict[str, float]] = {}
+    if method == "rrf":
+        # Scaled by (k + 1) so rank 1 reads 1.0; the order is plain RRF's.
+        norm_vec = lambda cid: (RRF_K + 1) / (RRF_K + vector_ranks[cid]) if cid in vector_ranks else 0.0  # noqa: E731
+        norm_kw = lambda cid: (RRF_K + 1) / (RRF_K + keyword_ranks[cid]) if cid in keyword_ranks else 0.0  # noqa: E731
+    else:
+        vec_fn, stats["vector"] = _normaliser(method, list(cosine.values()), floor_zero=False)
+        kw_fn, stats["keyword"] = _normaliser(method, list(keyword.values()), floor_zero=True)
+        norm_vec = lambda cid: vec_fn(cosine[cid])  # noqa: E731
+        norm_kw = lambda cid: kw_fn(keyword[cid])  # noqa: E731
+    out: dict[int, Fused] = {}
+    for cid in ids:
+        vec = norm_vec(cid) if candidates.use_vector else None
+        kw = norm_kw(cid) if candidates.use_keyword else None
+        if mode == "hybrid":
+            score = vector_weight * (vec or 0.0) + (1 - vector_weight) * (kw or 0.0)
+        elif mode == "vector":
+            score = vec or 0.0
+        else:
+            score = kw or 0.0
+        out[cid] = Fused(score, vec, kw, vector_ranks.get(cid), keyword_ranks.get(cid), stats)
+    return out
+
+
+def _explain(
+    part: Fused, candidates: Candidates, cid: int, row: ChunkRow, mode: str, method: str, weight: float, asked: float
+) -> dict[str, Any]:
+    """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
+    if mode == "hybrid":
+        weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
+                   "vector_spread": round(vector_spread(candidates), 4)}
+        formula = _FORMULAS[method]
+    else:
+        weights = {mode: 1.0}
+        formula = "cosine similarity" if mode == "vector" else "bm25 / best bm25 among the candidates"
+    return {
+        "fusion": method if mode == "hybrid" else None,
+        "formula": formula,
+        "weights": weights,
+        "candidates": len(candidates.ids),
+        "vector": {
+            "cosine": candidates.cosine.get(cid),
+            "normalised": part.vector,
+            "rank": part.vector_rank,
+            "pool": part.stats.get("vector", {}),
+        },
+        "keyword": {
+            "bm25": candidates.keyword.get(cid) if candidates.use_keyword else None,
+            "normalised": part.keyword,
+            "rank": part.keyword_rank,
+            "pool": part.stats.get("keyword", {}),
+        },
+        "chunk": {"id": cid, "lines": [row.start_line, row.end_line], "heading": row.heading_path},
+    }
 
 
 class Searcher:
@@ -199,11 +362,14 @@ class Searcher:
         where: list[str] | None = None,
         chunks: bool = False,
         excerpt_chars: int | None = None,
+        fusion: str | None = None,
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
         `excerpt_chars`: each hit also carries the relevant excerpt (about that
         many characters) of its file as it is now, and `content_len`.
+        `fusion` (hybrid mode) is one of FUSION_METHODS; `vector_weight` is the
+        share of the semantic half in it. Both default to the settings.
         """
         started = time.monotonic()
         mode = mode or str(self.settings["search.mode"])
@@ -213,8 +379,12 @@ class Searcher:
         if limit < 1:
             raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
         weight = float(self.settings["search.vector_weight"] if vector_weight is None else vector_weight)
+        asked_weight = weight
         if not 0.0 <= weight <= 1.0:
             raise BrainError(f"vector weight must be between 0 and 1, got {weight}", usage=True)
+        method = str(self.settings["search.fusion"] if fusion is None else fusion)
+        if method not in FUSION_METHODS:
+            raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
         match = fts_match(query)
@@ -226,65 +396,14 @@ class Searcher:
 
         store = self.store
         allowed = self._allowed_files(path_prefix, filters)
-        pool = max(int(self.settings["search.candidates"]), limit * 4)
-        use_vector = mode in ("hybrid", "vector")
-        use_keyword = mode in ("hybrid", "bm25")
-
-        keyword_raw: dict[int, float] = {}
-        keyword_rank: dict[int, int] = {}
-        if use_keyword:
-            file_ids = sorted(allowed) if allowed is not None else None
-            for rank, (cid, score) in enumerate(store.bm25(match, pool, file_ids=file_ids), 1):
-                keyword_raw[cid] = score
-                keyword_rank[cid] = rank
-
-        cosine: dict[int, float] = {}
-        vector_rank: dict[int, int] = {}
-        file_of: dict[int, int] = {}
-        if use_vector:
-            ids, file_ids_arr, matrix = self._vector_data()
-            if len(ids):
-                qvec = self.embedder.encode_query(query)
-                sims = matrix @ qvec
-                if allowed is not None:
-                    sims = np.where(np.isin(file_ids_arr, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
-                top = min(pool, len(ids))
-                best = np.argpartition(-sims, top - 1)[:top]
-                best = best[np.argsort(-sims[best], kind="stable")]
-                for rank, index in enumerate(best, 1):
-                    if not np.isfinite(sims[index]):
-                        break
-                    cosine[int(ids[index])] = float(sims[index])
-                    vector_rank[int(ids[index])] = rank
-                if use_keyword:
-                    # Keyword-only candidates get their exact cosine too.
-                    index_of = {int(c): i for i, c in enumerate(ids)} if keyword_raw else {}
-                    for cid in keyword_raw:
-                        if cid not in cosine and cid in index_of:
-                            cosine[cid] = float(sims[index_of[cid]]) if np.isfinite(sims[index_of[cid]]) else 0.0
-        if use_keyword and use_vector:
-            # Vector-only candidates get their real BM25 score (0 when no term matches).
-            missing = [cid for cid in cosine if cid not in keyword_raw]
-            if missing:
-                keyword_raw.update(store.bm25(match, len(missing), chunk_ids=missing))
-
-        candidates = set(keyword_rank) | set(vector_rank)
-        top_keyword = max(keyword_raw.values(), default=0.0)
-        scored: list[tuple[float, int]] = []
-        parts: dict[int, tuple[float | None, float | None]] = {}
-        for cid in candidates:
-            kw = (keyword_raw.get(cid, 0.0) / top_keyword if top_keyword > 0 else 0.0) if use_keyword else None
-            vec = min(max(cosine.get(cid, 0.0), 0.0), 1.0) if use_vector else None
-            if mode == "hybrid":
-                score = weight * (vec or 0.0) + (1 - weight) * (kw or 0.0)
-            elif mode == "vector":
-                score = vec or 0.0
-            else:
-                score = kw or 0.0
-            parts[cid] = (vec, kw)
-            scored.append((score, cid))
+        # The pool depends on the settings only (for any limit up to it), so asking
+        # for fewer results never changes which file comes first.
+        pool = max(int(self.settings["search.candidates"]), limit)
+        candidates = self._candidates(query, match, mode, pool, allowed)
+        weight = effective_weight(candidates, weight, float(self.settings["search.vector_spread"])) if mode == "hybrid" else weight
+        fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Ties break by chunk id so the order never depends on the result count.
-        scored.sort(key=lambda item: (-item[0], item[1]))
+        scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
 
         chunk_rows = store.chunks_by_id([cid for _, cid in scored])
         file_rows = store.files_by_id(row.file_id for row in chunk_rows.values())
@@ -313,12 +432,12 @@ class Searcher:
             if stale and current_text is not None:
                 lines = current_text.split("\n")
                 text = "\n".join(lines[row.start_line - 1 : row.end_line])
-            vec, kw = parts[cid]
+            part = fused[cid]
             hit = SearchHit(
                 path=file_row.path,
-                score=round(score, 4),
-                vector_score=None if vec is None else round(vec, 4),
-                keyword_score=None if kw is None else round(kw, 4),
+                score=round(part.score, 4),
+                vector_score=None if part.vector is None else round(part.vector, 4),
+                keyword_score=None if part.keyword is None else round(part.keyword, 4),
                 start_line=row.start_line,
                 end_line=row.end_line,
                 preview=_make_preview(text, terms),
@@ -326,22 +445,7 @@ class Searcher:
                 heading_path=row.heading_path,
                 pages=row.pages,
                 chunk_id=cid,
-                explain={
-                    "vector": {"cosine": cosine.get(cid), "normalised": vec, "rank": vector_rank.get(cid)},
-                    "keyword": {
-                        "bm25": keyword_raw.get(cid),
-                        "normalised": kw,
-                        "rank": keyword_rank.get(cid),
-                        "best_bm25_in_pool": top_keyword,
-                    },
-                    "weights": {"vector": weight, "keyword": round(1 - weight, 4)} if mode == "hybrid" else {mode: 1.0},
-                    "formula": {
-                        "hybrid": "vector_weight × cosine + (1 − vector_weight) × bm25 / best bm25",
-                        "bm25": "bm25 / best bm25 among candidates",
-                        "vector": "cosine similarity",
-                    }[mode],
-                    "chunk": {"id": cid, "lines": [row.start_line, row.end_line], "heading": row.heading_path},
-                },
+                explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
             )
             hits.append(hit)
             if len(hits) >= limit:
@@ -351,6 +455,57 @@ class Searcher:
             add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
         response.seconds = time.monotonic() - started
         return response
+
+    def _candidates(self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None) -> Candidates:
+        """The top `pool` chunks of each half, every one with both of its raw scores."""
+        store = self.store
+        use_vector = mode in ("hybrid", "vector")
+        use_keyword = mode in ("hybrid", "bm25")
+        found = Candidates(use_keyword=use_keyword, use_vector=use_vector)
+        every_match: dict[int, float] = {}
+        if use_keyword:
+            file_ids = sorted(allowed) if allowed is not None else None
+            # Hybrid mode needs the BM25 of vector candidates too: FTS5 scores every
+            # matching row to sort them anyway, so one unlimited query serves both.
+            matches = store.bm25(match, -1 if use_vector else pool, file_ids=file_ids)
+            every_match = dict(matches)
+            for cid, score in matches[:pool]:
+                found.keyword[cid] = score
+                found.ids.append(cid)
+        if use_vector:
+            ids, file_ids_arr, matrix = self._vector_data()
+            if len(ids):
+                qvec = self.embedder.encode_query(query)
+                with one_blas_thread():
+                    sims = matrix @ qvec
+                if allowed is not None:
+                    sims = np.where(np.isin(file_ids_arr, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
+                top = min(pool, len(ids))
+                best = np.argpartition(-sims, top - 1)[:top]
+                best = best[np.argsort(-sims[best], kind="stable")]
+                listed = set(found.ids)
+                for index in best:
+                    if not np.isfinite(sims[index]):
+                        break
+                    cid = int(ids[index])
+                    found.cosine[cid] = float(sims[index])
+                    if cid not in listed:
+                        found.ids.append(cid)
+                if use_keyword and found.keyword:
+                    # Keyword-only candidates get their exact cosine too.
+                    # ids are sorted (vector_matrix orders by id): look rows up by bisection.
+                    wanted = np.fromiter((c for c in found.keyword if c not in found.cosine), dtype=np.int64)
+                    rows = np.searchsorted(ids, wanted)
+                    for cid, row in zip(wanted.tolist(), rows.tolist()):
+                        if row < len(ids) and ids[row] == cid:
+                            value = sims[row]
+                            found.cosine[cid] = float(value) if np.isfinite(value) else 0.0
+        if use_keyword and use_vector:
+            # Vector-only candidates get their real BM25 score (0 when no term matches).
+            for cid in found.ids:
+                if cid not in found.keyword:
+                    found.keyword[cid] = every_match.get(cid, 0.0)
+        return found
 
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -25,9 +26,11 @@ from .errors import BrainError
 
 SCHEMA_VERSION = 2  # 2: extracted_text (PDF text by content hash)
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # for an index created without naming one
+# Tokenizers an index may be built with; the query goes through the same one.
+FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
@@ -36,7 +39,7 @@ CREATE TABLE IF NOT EXISTS files (
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     indexed_at TEXT NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{{}}',
+    metadata TEXT NOT NULL DEFAULT '{}',
     status TEXT NOT NULL DEFAULT 'ok',
     warning TEXT,
     page_starts TEXT
@@ -56,7 +59,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    heading_path, text, content='chunks', content_rowid='id', tokenize='{FTS_TOKENIZER}'
+    heading_path, text, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
@@ -155,8 +158,12 @@ def _check_foreign(path: Path) -> None:
 class Store:
     """One open index database."""
 
-    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False) -> None:
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None) -> None:
+        """Open (or create) the index at `path`; `tokenizer` is used only when the FTS table is created."""
         self.path = path
+        self.tokenizer = tokenizer or FTS_TOKENIZER
+        if self.tokenizer not in FTS_TOKENIZERS:
+            raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
         try:
             _check_foreign(path)
             if not path.exists():
@@ -200,8 +207,10 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                for statement in _split_sql(_SCHEMA):
+                for statement in _split_sql(_SCHEMA.replace("__TOKENIZER__", self.tokenizer)):
                     conn.execute(statement)
+                # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -265,6 +274,26 @@ class Store:
     def last_rebuild(self) -> dict[str, Any] | None:
         raw = self.get_meta("last_rebuild_result")
         return json.loads(raw) if raw else None
+
+    def fts_tokenizer(self) -> str:
+        """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+        found = re.search(r"tokenize\s*=\s*'([^']*)'", row[0] if row else "")
+        return found.group(1) if found else FTS_TOKENIZER
+
+    def import_embedding_cache(self, other: Path) -> int:
+        """Copy the cached vectors of another index into this one; returns how many this one gained."""
+        before = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        try:
+            self.conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+            with self.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM other.embedding_cache")
+        except sqlite3.Error:
+            return 0  # an unreadable other index only costs re-embedding
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("DETACH DATABASE other")
+        return self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] - before
 
     # ------------------------------------------------------------ files
 
@@ -394,7 +423,7 @@ class Store:
         chunk_ids: Sequence[int] | None = None,
         file_ids: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) best first; scores are positive, bigger is better.
+        """(chunk id, BM25 score) best first, at most `limit` (-1: every match); bigger is better.
 
         FTS5's bm25() is negative (smaller is better), so it is negated here, once.
         """
@@ -418,7 +447,7 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
         hits.sort(key=lambda item: (-item[1], item[0]))
-        return hits[:limit]
+        return hits if limit < 0 else hits[:limit]
 
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk; vectors as one float32 matrix."""

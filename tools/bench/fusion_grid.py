@@ -1,0 +1,122 @@
+"""Grid over fusion method × vector weight × candidate pool on one collection, at query time.
+
+Benchmark, not a test: it reuses the index `brain eval` built (same cache folder
+and settings), encodes each query once, and replays the real candidate
+gathering (Searcher._candidates) and the real fusion (search.fuse) for every
+combination, then scores the per-file rankings with ranx like `brain eval`.
+
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/scifact --split train
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/squad-it --limit-queries 500 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+
+from brain import evaluation
+from brain.config import FUSION_METHODS
+from brain.embeddings import Embedder
+from brain.search import Candidates, Searcher, fts_match, fuse
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("collection")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--methods", default=",".join(FUSION_METHODS))
+    parser.add_argument("--weights", default="0.3,0.4,0.5,0.6,0.7,0.8")
+    parser.add_argument("--pools", default="50,100,200,400")
+    parser.add_argument("--gaps", default="", help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
+    parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
+    args = parser.parse_args()
+
+    collection = evaluation.load_collection(
+        args.collection, split=args.split, workdir=args.workdir, overrides=args.set, limit_queries=args.limit_queries
+    )
+    settings = collection.settings
+    embedder = Embedder(settings)
+    evaluation._prepare_index(collection, embedder, show_progress=False)  # builds or reuses, like brain eval
+    searcher = Searcher(settings, embedder)
+    vectors: dict[str, object] = {}
+    encode = embedder.encode_query
+    embedder.encode_query = lambda text: vectors.setdefault(text, encode(text))  # type: ignore[method-assign]
+
+    store = searcher.store
+    file_of = {cid: fid for cid, fid in zip(*[a.tolist() for a in searcher._vector_data()[:2]])}
+    for cid, fid in store.conn.execute("SELECT id, file_id FROM chunks"):  # chunks without vectors too
+        file_of[cid] = fid
+    path_of = {row.id: row.path for row in store.all_files().values()}
+
+    methods = args.methods.split(",")
+    weights = [float(w) for w in args.weights.split(",")]
+    pools = [int(p) for p in args.pools.split(",")]
+    runs: dict[tuple[str, float, int], dict[str, dict[str, float]]] = {}
+    single: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
+    started = time.monotonic()
+
+    def ranking(fused: dict) -> dict[str, float]:
+        order = sorted(fused.items(), key=lambda item: (-item[1].score, item[0]))
+        docs: dict[str, float] = {}
+        for cid, _ in order:
+            doc = collection.doc_id(path_of[file_of[cid]])
+            if doc not in docs:
+                docs[doc] = float(evaluation.RESULTS_PER_QUERY - len(docs))
+                if len(docs) == evaluation.RESULTS_PER_QUERY:
+                    break
+        return docs
+
+    for n, (qid, text) in enumerate(collection.queries.items(), 1):
+        match = fts_match(text)
+        if match is None:
+            continue
+        for pool in pools:
+            found = searcher._candidates(text, match, "hybrid", pool, None)
+            if pool == max(pools):
+                # The single halves, as their own modes rank them: each half's own top `pool` chunks.
+                by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0), key=lambda c: (-found.keyword[c], c))
+                by_cosine = sorted(found.cosine, key=lambda c: (-found.cosine[c], c))
+                for mode, ids in (("bm25", by_bm25[:pool]), ("vector", by_cosine[:pool])):
+                    part = Candidates(use_keyword=mode == "bm25", use_vector=mode == "vector", ids=ids,
+                                      keyword=found.keyword, cosine=found.cosine)
+                    single.setdefault((mode, pool), {})[qid] = ranking(fuse(part, mode=mode, method="linear", vector_weight=0.0))
+            for method, weight in itertools.product(methods, weights):
+                fused = fuse(found, mode="hybrid", method=method, vector_weight=weight)
+                runs.setdefault((method, weight, pool), {})[qid] = ranking(fused)
+            top = sorted(found.cosine.values(), reverse=True)
+            spread = top[0] - top[min(9, len(top) - 1)] if top else 0.0
+            for gap in [float(g) for g in args.gaps.split(",") if g]:
+                for method, weight in itertools.product(methods, weights):
+                    w = weight * min(1.0, spread / gap)
+                    fused = fuse(found, mode="hybrid", method=method, vector_weight=w)
+                    runs.setdefault((f"{method}/g{gap}", weight, pool), {})[qid] = ranking(fused)
+        if n % 100 == 0:
+            sys.stderr.write(f"{n}/{len(collection.queries)} queries, {time.monotonic() - started:.0f}s\n")
+
+    rows = []
+    for (mode, pool), run in sorted(single.items()):
+        means, _ = evaluation.score_run(collection.qrels, run)
+        rows.append({"method": mode, "weight": None, "pool": pool, **means})
+    for (method, weight, pool), run in sorted(runs.items()):
+        means, _ = evaluation.score_run(collection.qrels, run)
+        rows.append({"method": method, "weight": weight, "pool": pool, **means})
+    print(f"{collection.name} ({collection.split}) {len(collection.queries)} queries; settings "
+          + ", ".join(f"{k}={settings[k]}" for k in evaluation.INDEX_KEYS))
+    print(f"{'method':<8} {'w':>4} {'pool':>5} " + " ".join(f"{t:>8}" for t in evaluation.METRICS.values()))
+    for row in rows:
+        w = "" if row["weight"] is None else f"{row['weight']:.2f}"
+        print(f"{row['method']:<8} {w:>4} {row['pool']:>5} " + " ".join(f"{row[m]:8.4f}" for m in evaluation.METRICS))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"collection": collection.name, "split": collection.split, "queries": len(collection.queries), "rows": rows}, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
