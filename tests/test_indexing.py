@@ -165,3 +165,19 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     report = brain.index()
     assert report.counts()["added"] + report.counts()["unchanged"] == 300
     assert brain.stats()["files"] == 300
+
+
+def test_a_one_file_reindex_does_not_load_torch(tmp_path: Path) -> None:
+    # The hook's path: a few chunks are embedded with numpy, so no 10 s torch start-up.
+    write(tmp_path, {"a.md": "# Note\nthe first version"})
+    code = (
+        "import sys; from brain import Brain; b = Brain(sys.argv[1]); b.index();"
+        "open(sys.argv[1] + '/a.md', 'w').write('# Note\\nthe second version about lighthouses');"
+        "r = b.reindex([sys.argv[1] + '/a.md']); assert r.updated == ['a.md'], r;"
+        "assert b.search('lighthouses', mode='hybrid').results[0].path == 'a.md';"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

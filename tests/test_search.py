@@ -155,7 +155,21 @@ def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> 
     for precision, agreement in (("float32", 0.99999), ("bfloat16", 0.9995)):
         settings.values["embedding.precision"] = precision
         documents = Embedder(settings)
+        documents._load_model()  # documents through torch, as a big scan does
         for text in texts:
             light = documents.encode_query(text)
             full = documents.encode_documents([text])[0]
             assert float(np.dot(light, full)) > agreement, (precision, text[:20])
+
+
+def test_small_batches_encode_without_torch_and_agree(brain: Brain) -> None:
+    from brain.embeddings import Embedder
+
+    settings = load_settings(brain.root)
+    settings.values["embedding.precision"] = "float32"
+    texts = ["short", "a somewhat longer text about nginx and SSL certificates", "parola " * 300, "Il caffè è buono"]
+    light = Embedder(settings)._light_encode(texts)  # padded numpy batch, no torch
+    full = Embedder(settings)
+    full._load_model()
+    reference = full.encode_documents(texts)
+    assert (np.sum(light * reference, axis=1) > 0.99999).all()

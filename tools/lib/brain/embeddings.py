@@ -194,6 +194,16 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Up to this many texts are encoded with numpy rather than by loading torch.
+LIGHT_DOCUMENT_LIMIT = 16
+
+
+def _torch_model_loaded(embedder: "Embedder") -> bool:
+    """True when this process already holds the torch model for this embedder."""
+    key = (str(embedder.source.folder or embedder.source.location), str(embedder.settings["embedding.device"]))
+    return key in _LOADED
+
+
 _BLAS_CONTROLLER: Any = None
 
 
@@ -346,9 +356,19 @@ class Embedder:
         return self._precision
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 vectors for chunk texts (torch, batched, longest first)."""
+        """Normalised float32 vectors for chunk texts.
+
+        A few texts (a one-file commit, a saved note) go through the numpy encoder,
+        which starts in a fraction of a second; importing torch alone takes ~10 s on a
+        small machine. Bigger batches go through sentence-transformers (torch, batched,
+        longest first), which is faster per text once loaded.
+        """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if len(texts) <= LIGHT_DOCUMENT_LIMIT and self._model is None and not _torch_model_loaded(self):
+            light = self._light_encode(texts)
+            if light is not None:
+                return light
         model = self._load_model()
         options = dict(
             batch_size=int(self.settings["embedding.batch_size"]),
@@ -365,22 +385,47 @@ class Embedder:
             return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return np.asarray(model.encode(list(texts), **options), dtype=np.float32)
 
+    def _light_encoder(self) -> NumpyBert | None:
+        folder = self.source.folder
+        if folder is None or not _light_encoder_fits(folder):
+            return None
+        if self._light is None:
+            light_key = (str(folder), "numpy")
+            if light_key not in _LOADED:
+                _LOADED[light_key] = NumpyBert(folder)
+            self._light = _LOADED[light_key]
+        return self._light
+
+    def _light_encode(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors from the numpy encoder (None when the model is not one it reproduces)."""
+        light = self._light_encoder()
+        if light is None:
+            return None
+        tok = self.tokenizer
+        sep = tok.token_to_id("[SEP]")
+        out = []
+        for start in range(0, len(texts), 8):
+            batch = []
+            for text in texts[start : start + 8]:
+                ids = tok.encode(text, add_special_tokens=True).ids[: self.max_tokens]
+                if len(ids) == self.max_tokens:
+                    ids[-1] = sep  # truncated like the model's own tokenizer would
+                batch.append(ids)
+            width = max(len(ids) for ids in batch)
+            arr = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.float32)
+            for row, ids in enumerate(batch):
+                arr[row, : len(ids)] = ids
+                mask[row, : len(ids)] = 1.0
+            with one_blas_thread():
+                out.append(light.encode(arr, mask))
+        return np.concatenate(out)
+
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised vector of one query, without torch when the light encoder fits."""
-        folder = self.source.folder
-        if folder is not None and _light_encoder_fits(folder):
-            if self._light is None:
-                light_key = (str(folder), "numpy")
-                if light_key not in _LOADED:
-                    _LOADED[light_key] = NumpyBert(folder)
-                self._light = _LOADED[light_key]
-            tok = self.tokenizer
-            ids = tok.encode(text, add_special_tokens=True).ids[: self.max_tokens]
-            if len(ids) == self.max_tokens:
-                ids[-1] = tok.token_to_id("[SEP]")
-            arr = np.array([ids], dtype=np.int64)
-            with one_blas_thread():
-                return self._light.encode(arr, np.ones_like(arr, dtype=np.float32))[0]
+        light = self._light_encode([text])
+        if light is not None:
+            return light[0]
         return self.encode_documents([text])[0]
 
     def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:

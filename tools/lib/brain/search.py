@@ -502,10 +502,12 @@ class Searcher:
                         found.ids.append(cid)
                 if use_keyword and found.keyword:
                     # Keyword-only candidates get their exact cosine too.
-                    index_of = {int(c): i for i, c in enumerate(ids)}
-                    for cid in found.keyword:
-                        if cid not in found.cosine and cid in index_of:
-                            value = sims[index_of[cid]]
+                    # ids are sorted (vector_matrix orders by id): look rows up by bisection.
+                    wanted = np.fromiter((c for c in found.keyword if c not in found.cosine), dtype=np.int64)
+                    rows = np.searchsorted(ids, wanted)
+                    for cid, row in zip(wanted.tolist(), rows.tolist()):
+                        if row < len(ids) and ids[row] == cid:
+                            value = sims[row]
                             found.cosine[cid] = float(value) if np.isfinite(value) else 0.0
         if use_keyword and use_vector:
             # Vector-only candidates get their real BM25 score (0 when no term matches).
