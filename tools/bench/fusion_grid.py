@@ -96,11 +96,13 @@ def main() -> int:
             kw_spread = (kw_top[0] - kw_top[min(9, len(kw_top) - 1)]) / kw_top[0] if kw_top and kw_top[0] > 0 else 0.0
             for item in [r for r in args.ratios.split(",") if r]:
                 # RATIO or RATIO^POWER: a steeper scaling below the ratio.
-                text_ratio, _, text_power = item.partition("^")
-                ratio, power = float(text_ratio), float(text_power or 1)
-                scale = 1.0 if kw_spread <= 0 else min(1.0, spread / kw_spread / ratio) ** power
+                # RATIO[^POWER][@CAP]: CAP > 1 also raises the weight where the vector half is the sharper one.
+                head, _, text_cap = item.partition("@")
+                text_ratio, _, text_power = head.partition("^")
+                ratio, power, cap = float(text_ratio), float(text_power or 1), float(text_cap or 1)
+                scale = 1.0 if kw_spread <= 0 else min(cap, spread / kw_spread / ratio) ** power
                 for method, weight in itertools.product(methods, weights):
-                    fused = fuse(found, mode="hybrid", method=method, vector_weight=weight * scale)
+                    fused = fuse(found, mode="hybrid", method=method, vector_weight=min(1.0, weight * scale))
                     runs.setdefault((f"{method}/r{item}", weight, pool), {})[qid] = ranking(fused)
             for gap in [float(g) for g in args.gaps.split(",") if g]:
                 for method, weight in itertools.product(methods, weights):
