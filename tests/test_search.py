@@ -95,7 +95,7 @@ def test_scores_and_components(brain: Brain) -> None:
     response = brain.search("nginx SSL certificate renewal", vector_weight=0.7)
     for hit in response.results:
         assert 0 <= hit.vector_score <= 1 and 0 <= hit.keyword_score <= 1
-        # The asked weight, scaled down per query when the vector half barely separates its candidates.
+        # The asked weight, scaled down per query when the vector half is flat next to BM25.
         w = hit.explain["weights"]["vector"]
         assert hit.explain["weights"]["vector_asked"] == 0.7 and 0 < w <= 0.7
         assert hit.score == pytest.approx(w * hit.vector_score + (1 - w) * hit.keyword_score, abs=2e-4)

@@ -225,27 +225,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(render.search(response, fmt, explain=args.explain))
         return EXIT_OK
-    if args.command == "eval":
-        from . import evaluation
-
-        report = evaluation.evaluate(
-            evaluation.load_collection(
-                args.collection,
-                split=args.split,
-                notes=args.notes,
-                queries=args.queries,
-                workdir=args.workdir,
-                config=getattr(args, "config", None),
-                overrides=args.set,
-                limit_queries=args.limit_queries,
-            ),
-            modes=args.modes,
-            vector_weight=args.vector_weight,
-            show_progress=not args.json and not args.markdown and sys.stderr.isatty(),
-            per_query=args.per_query,
-        )
-        print(render.as_json(report.to_dict(args.per_query)) if args.json else render.eval_table(report, markdown=args.markdown))
-        return EXIT_OK
     if args.command == "ask":
         return _ask(args)
     if args.command == "grep":
@@ -279,6 +258,27 @@ def _run(args: argparse.Namespace) -> int:
         else:
             sys.stderr.write(render.range_header(part) + "\n")
             sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
+        return EXIT_OK
+    if args.command == "eval":
+        from . import evaluation
+
+        report = evaluation.evaluate(
+            evaluation.load_collection(
+                args.collection,
+                split=args.split,
+                notes=args.notes,
+                queries=args.queries,
+                workdir=args.workdir,
+                config=getattr(args, "config", None),
+                overrides=args.set,
+                limit_queries=args.limit_queries,
+            ),
+            modes=args.modes,
+            vector_weight=args.vector_weight,
+            show_progress=not args.json and not args.markdown and sys.stderr.isatty(),
+            per_query=args.per_query,
+        )
+        print(render.as_json(report.to_dict(args.per_query)) if args.json else render.eval_table(report, markdown=args.markdown))
         return EXIT_OK
     if args.command == "stats":
         data = _brain(args).stats()

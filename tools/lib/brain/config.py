@@ -39,9 +39,6 @@ DEFAULTS: dict[str, Any] = {
     "search.limit": 10,
     "search.vector_weight": 0.6,
     "search.candidates": 200,
-    "search.fusion": "linear",
-    "search.spread_ratio": 0.3,
-    "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     "ask.model": "",
     "ask.base_url": "",
@@ -49,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "ask.budget_chars": 8000,
     "ask.max_files": 5,
     "ask.timeout_seconds": 120.0,
+    "search.fusion": "linear",
+    "search.spread_ratio": 0.3,
+    "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
 }
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")

@@ -240,26 +240,6 @@ class Store:
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(items.items()))
 
-    def fts_tokenizer(self) -> str:
-        """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
-        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
-        found = re.search(r"tokenize\s*=\s*'([^']*)'", row[0] if row else "")
-        return found.group(1) if found else FTS_TOKENIZER
-
-    def import_embedding_cache(self, other: Path) -> int:
-        """Copy the cached vectors of another index into this one; returns how many this one gained."""
-        before = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-        try:
-            self.conn.execute("ATTACH DATABASE ? AS other", (str(other),))
-            with self.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM other.embedding_cache")
-        except sqlite3.Error:
-            return 0  # an unreadable other index only costs re-embedding
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("DETACH DATABASE other")
-        return self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] - before
-
     def schema_version(self) -> int:
         """The schema version this file was written with (PRAGMA user_version)."""
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
@@ -294,6 +274,26 @@ class Store:
     def last_rebuild(self) -> dict[str, Any] | None:
         raw = self.get_meta("last_rebuild_result")
         return json.loads(raw) if raw else None
+
+    def fts_tokenizer(self) -> str:
+        """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+        found = re.search(r"tokenize\s*=\s*'([^']*)'", row[0] if row else "")
+        return found.group(1) if found else FTS_TOKENIZER
+
+    def import_embedding_cache(self, other: Path) -> int:
+        """Copy the cached vectors of another index into this one; returns how many this one gained."""
+        before = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        try:
+            self.conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+            with self.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM other.embedding_cache")
+        except sqlite3.Error:
+            return 0  # an unreadable other index only costs re-embedding
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("DETACH DATABASE other")
+        return self.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] - before
 
     # ------------------------------------------------------------ files
 
@@ -423,7 +423,7 @@ class Store:
         chunk_ids: Sequence[int] | None = None,
         file_ids: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) best first; scores are positive, bigger is better; limit < 0: every match.
+        """(chunk id, BM25 score) best first, at most `limit` (-1: every match); bigger is better.
 
         FTS5's bm25() is negative (smaller is better), so it is negated here, once.
         """
