@@ -5,7 +5,7 @@ documents (title + text) — no embeddings, so it runs in seconds — and compar
 
 * `unicode61`: unicode61 remove_diacritics 2 (brain's first tokenizer)
 * `porter`:    porter unicode61 remove_diacritics 2 (FTS5's built-in English stemmer)
-* `snowball-LANG`: words stemmed in Python with Snowball (e.g. italian) before
+* `snowball-LANG`: words stemmed in Python with Snowball (the snowballstemmer package, dev extra; e.g. italian) before
   unicode61 indexes them, queries stemmed the same way. SQLite's Python module
   cannot register an FTS5 tokenizer, so this is what Italian stemming would cost
   to build: a stemmed copy of every chunk's text.
