@@ -30,22 +30,16 @@ from corpus_files import DEFAULT_DATA, DEFAULT_WORK, PROJECT, materialise  # noq
 def embed_texts(brain) -> list[str]:  # type: ignore[no-untyped-def]
     """The distinct texts the index embeds, produced by the same discovery, extraction and chunking."""
     from brain import sources
-    from brain.chunking import chunk_text
+    from brain.indexer import Indexer
 
+    indexer = Indexer(brain.settings, brain.embedder)
     seen: dict[str, None] = {}
     for source in sources.discover(brain.settings).files:
         try:
             extracted = sources.extract_bytes(source.path.name, source.path.read_bytes())
         except sources.ExtractionError:
             continue
-        for chunk in chunk_text(
-            extracted.text,
-            count_tokens=brain.embedder.count_tokens,
-            max_tokens=brain.embedder.max_tokens,
-            chunk_chars=int(brain.settings["chunking.chunk_chars"]),
-            overlap_chars=int(brain.settings["chunking.overlap_chars"]),
-            markdown=source.path.name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
-        ):
+        for chunk in indexer.chunks_of(source.path.name, extracted):
             if chunk.embed_text:
                 seen.setdefault(chunk.embed_text)
     return list(seen)

@@ -232,6 +232,14 @@ def load_settings(root: Path, config: str | None = None) -> Settings:
     return Settings(root=root, config_path=config_path, values=values, origins=origins)
 
 
+def parse_value(raw: str) -> Any:
+    """A value typed on the command line, read as TOML (`5`, `0.6`, `["a", "b"]`); a bare word is a string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
 def with_overrides(settings: Settings, items: dict[str, str]) -> Settings:
     """A copy of `settings` with KEY=VALUE overrides (typed and checked like brain.toml values)."""
     values = dict(settings.values)
@@ -239,11 +247,7 @@ def with_overrides(settings: Settings, items: dict[str, str]) -> Settings:
     for key, raw in items.items():
         if key not in DEFAULTS:
             raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
-        try:
-            parsed: Any = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            parsed = raw  # a bare word is a string
-        values[key] = coerce(key, parsed, f"--set {key}")
+        values[key] = coerce(key, parse_value(raw), f"--set {key}")
         origins[key] = f"--set {key}"
     _validate(values, origins)
     return Settings(root=settings.root, config_path=settings.config_path, values=values, origins=origins)
@@ -255,11 +259,7 @@ def set_value(config_path: Path, key: str, raw_value: str) -> Any:
 
     if key not in DEFAULTS:
         raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
-    try:
-        parsed: Any = tomllib.loads(f"v = {raw_value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = raw_value  # a bare word is a string
-    value = coerce(key, parsed, "config set")
+    value = coerce(key, parse_value(raw_value), "config set")
     check = dict(DEFAULTS)
     check[key] = value
     _validate(check, {k: "config set" for k in DEFAULTS})

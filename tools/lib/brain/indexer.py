@@ -333,15 +333,18 @@ class Indexer:
             return None
         for warning in extracted.warnings:
             report.warnings.append({"path": source.rel, "reason": warning})
-        chunks = chunk_text(
+        return _Pending(source, digest, extracted, self.chunks_of(source.path.name, extracted))
+
+    def chunks_of(self, name: str, extracted: sources.ExtractedText) -> list[Chunk]:
+        """The chunks the index stores for a file's extracted text, with this index's settings."""
+        return chunk_text(
             extracted.text,
             count_tokens=self.embedder.count_tokens,
             max_tokens=self.embedder.max_tokens,
             chunk_chars=int(self.settings["chunking.chunk_chars"]),
             overlap_chars=int(self.settings["chunking.overlap_chars"]),
-            markdown=source.path.name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
+            markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
         )
-        return _Pending(source, digest, extracted, chunks)
 
     def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
         if not group:
