@@ -173,3 +173,10 @@ def test_small_batches_encode_without_torch_and_agree(brain: Brain) -> None:
     full._load_model()
     reference = full.encode_documents(texts)
     assert (np.sum(light * reference, axis=1) > 0.99999).all()
+
+
+def test_function_words_leave_the_keyword_query_unless_alone() -> None:
+    assert fts_match("What is the dose of chloroquine?") == '"dose" OR "chloroquine"'
+    assert fts_match("progetti per la clinica") == '"progetti" OR "clinica"'
+    assert fts_match("the of and") == '"the" OR "of" OR "and"'  # nothing else to search for
+    assert fts_match("l'indice") == '"l indice"'  # phrases stay whole

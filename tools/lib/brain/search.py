@@ -105,6 +105,17 @@ def parse_filter(text: str) -> Filter:
     return Filter(match.group(1), match.group(3), match.group(2) == "!=")
 
 
+# Function words of English and Italian (the languages of the notes this is made for).
+STOP_WORDS = frozenset("""
+a an and are as at be been but by can could did do does for from had has have how i if in into is it its
+me my no not of on or our she so than that the their them then there these they this those to was we were
+what when where which who why will with would you your
+ad agli ai al alla alle allo anche che chi ci come con da dai dal dalla dalle degli dei del della delle
+dello di e ed era gli ha hanno ho i il in la le lo ma mi ne negli nei nel nella nelle non o per più quale
+quali quando se si sono su sua sue sui sul sulla suo tra un una uno
+""".split())
+
+
 def fts_match(query: str) -> str | None:
     """A safe FTS5 MATCH expression: each word quoted, words OR-joined.
 
@@ -113,6 +124,7 @@ def fts_match(query: str) -> str | None:
     (`FT-2026-0412`, `l'indice`) becomes a phrase, so identifiers match whole.
     """
     terms: list[str] = []
+    content: list[str] = []
     for word in query.split():
         tokens = _TOKEN.findall(word)
         if not tokens:
@@ -120,7 +132,12 @@ def fts_match(query: str) -> str | None:
         term = '"' + " ".join(tokens) + '"'
         if term not in terms:
             terms.append(term)
-    return " OR ".join(terms) if terms else None
+            if len(tokens) > 1 or tokens[0].lower() not in STOP_WORDS:
+                content.append(term)
+    # Words like "of" or "il" match nearly every chunk: BM25 gives them almost no
+    # weight, but FTS5 must score every row they match. A query of only such words keeps them.
+    chosen = content or terms
+    return " OR ".join(chosen) if chosen else None
 
 
 def query_terms(query: str) -> list[str]:
