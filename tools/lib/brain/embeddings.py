@@ -9,6 +9,7 @@ Two encoders give the same vectors:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -150,8 +151,12 @@ class NumpyBert:
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
 
 
+@functools.lru_cache(maxsize=None)
 def _light_encoder_fits(folder: Path) -> bool:
-    """True for a plain BERT with mean pooling and normalisation, which NumpyBert reproduces exactly."""
+    """True for a plain BERT with mean pooling and normalisation, which NumpyBert reproduces exactly.
+
+    Cached per folder: it reads three JSON files and sits on every query's path.
+    """
     try:
         config = json.loads((folder / "config.json").read_text())
         modules = json.loads((folder / "modules.json").read_text())
@@ -243,6 +248,7 @@ class Embedder:
         self._light: NumpyBert | None = None
         self._max_tokens: int | None = None
         self._precision: str | None = None
+        self._dimension: int | None = None
 
     @property
     def identity(self) -> str:
@@ -333,13 +339,17 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        folder = self.source.folder
-        if folder is not None:
-            try:
-                return int(json.loads((folder / "config.json").read_text())["hidden_size"])
-            except (OSError, ValueError, KeyError):
-                pass
-        return int(self._load_model().get_sentence_embedding_dimension())
+        """Numbers per vector, read once from the model's config (no torch needed)."""
+        if self._dimension is None:
+            folder = self.source.folder
+            if folder is not None:
+                try:
+                    self._dimension = int(json.loads((folder / "config.json").read_text())["hidden_size"])
+                except (OSError, ValueError, KeyError):
+                    pass
+            if self._dimension is None:
+                self._dimension = int(self._load_model().get_sentence_embedding_dimension())
+        return self._dimension
 
     @property
     def precision(self) -> str:

@@ -20,6 +20,7 @@ from . import sources
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
+from .excerpt import fold
 from .store import ChunkRow, FileRow, Store
 from .texts import MIN_EXCERPT_CHARS, TextReader, add_excerpts
 
@@ -149,20 +150,12 @@ def _make_preview(text: str, terms: list[str]) -> str:
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
     for index, line in enumerate(lines):
-        folded = sources_fold(line)
+        folded = fold(line)
         if any(term in folded for term in terms):
             start = index
             break
     flat = " ".join(" ".join(lines[start:]).split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
-
-
-def sources_fold(text: str) -> str:
-    """Lower-case and strip accents, as the FTS5 tokenizer does, for preview matching."""
-    import unicodedata
-
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
@@ -433,7 +426,7 @@ class Searcher:
 
         chunk_rows = store.chunks_by_id([cid for _, cid in scored])
         file_rows = store.files_by_id(row.file_id for row in chunk_rows.values())
-        terms = [sources_fold(t) for t in query_terms(query)]
+        terms = [fold(t) for t in query_terms(query)]
         hits: list[SearchHit] = []
         dropped: list[str] = []
         seen_files: set[int] = set()
