@@ -71,6 +71,18 @@ def test_identical_text_is_embedded_once(tmp_path: Path) -> None:
     assert report.cache_hits == 1
 
 
+def test_stats_count_cache_use_across_scans_reindexes_and_rebuilds(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "apple pie", "b.md": "apple pie"})
+    brain = Brain(tmp_path)
+    brain.index()  # 1 embedded, 1 from the cache
+    assert brain.stats()["cache_hit_rate"] == 0.5
+    write(tmp_path, {"c.md": "cherry tart"})
+    brain.reindex([tmp_path / "c.md"])  # 1 more embedded
+    assert brain.stats()["cache_hit_rate"] == round(1 / 3, 4)
+    brain.index(full=True)  # a rebuild starts the totals again: 3 hits
+    assert brain.stats()["cache_hit_rate"] == 1.0
+
+
 def test_reindex_paths(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "apple", "b.md": "banana", ".brainignore": "secret.md\n", "secret.md": "s"})
     brain = Brain(tmp_path)

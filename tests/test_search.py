@@ -147,6 +147,18 @@ def test_results_follow_the_files_on_disk(tmp_path: Path) -> None:
     assert response.dropped == ["b.md"]
 
 
+def test_a_file_that_cannot_be_read_now_keeps_its_indexed_copy(tmp_path: Path) -> None:
+    """Gone means dropped; there but unreadable means kept, stale, with the indexed preview."""
+    write(tmp_path, {"brain.toml": "max_file_mb = 0.001\n", "a.md": "the lighthouse keeper\n", "b.md": "lighthouse log\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "a.md").write_text("the lighthouse keeper\n" + "padding line\n" * 200)  # now over the size limit
+    os.utime(tmp_path / "b.md", ns=(1, 1))  # touched, same bytes
+    hits = {h.path: h for h in brain.search("lighthouse", mode="bm25").results}
+    assert hits["a.md"].stale and hits["a.md"].preview == "the lighthouse keeper"
+    assert not hits["b.md"].stale
+
+
 def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> None:
     from brain.embeddings import Embedder
 

@@ -53,7 +53,6 @@ class Brain:
             if head is not None:
                 with _open(self.settings) as store:
                     store.record_indexed_commit(head)
-        self._record_cache_use(report)
         return report
 
     def rebuild(self) -> ScanReport:
@@ -84,27 +83,16 @@ class Brain:
                 except Exception:
                     pass  # the old index is unreadable: the error itself says enough
             raise
-        self._record_cache_use(report)
         return report
 
     def sync(self, *, hook: str | None = None, queue: bool = False) -> gitsync.SyncReport:
         """Catch the index up with git: re-index what changed from the last indexed commit to HEAD (what the hooks run)."""
-        report = gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
-        if report.scan is not None:
-            self._record_cache_use(report.scan)
-        return report
+        return gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
 
     def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
         """Re-index just these files (gone ones leave the index)."""
         report = Indexer(self.settings, self.embedder).reindex_paths(paths)
-        self._record_cache_use(report)
         return report
-
-    def _record_cache_use(self, report: ScanReport) -> None:
-        with _open(self.settings) as store:
-            hits = int(store.get_meta("cache_hits") or 0) + report.cache_hits
-            misses = int(store.get_meta("cache_misses") or 0) + report.chunks_embedded
-            store.set_meta({"cache_hits": str(hits), "cache_misses": str(misses), "precision": self.embedder.precision})
 
     # ------------------------------------------------------------ searching
 

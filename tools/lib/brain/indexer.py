@@ -182,6 +182,7 @@ class Indexer:
                 self._index_files(store, picked, existing, report, gone_rows)
                 store.remove_files(sorted(gone_rows))
                 report.removed.extend(sorted(gone_rows))
+                self._count_cache_use(store, report)
             finally:
                 store.close()
         report.model = self.embedder.identity
@@ -271,7 +272,14 @@ class Indexer:
         report.removed.extend(sorted(gone))
         store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        self._count_cache_use(store, report)
         return report
+
+    def _count_cache_use(self, store: Store, report: ScanReport) -> None:
+        """Add this run's cache hits and misses to the index's totals (shown by `brain stats`)."""
+        hits = int(store.get_meta("cache_hits") or 0) + report.cache_hits
+        misses = int(store.get_meta("cache_misses") or 0) + report.chunks_embedded
+        store.set_meta({"cache_hits": str(hits), "cache_misses": str(misses), "precision": self.embedder.precision})
 
     def _index_files(
         self,

@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from . import sources
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from .excerpt import fold
 from .store import ChunkRow, FileRow, Store
-from .texts import MIN_EXCERPT_CHARS, TextReader, add_excerpts
+from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
@@ -427,6 +426,7 @@ class Searcher:
         chunk_rows = store.chunks_by_id([cid for _, cid in scored])
         file_rows = store.files_by_id(row.file_id for row in chunk_rows.values())
         terms = [fold(t) for t in query_terms(query)]
+        reader = TextReader(self.settings, store)
         hits: list[SearchHit] = []
         dropped: list[str] = []
         seen_files: set[int] = set()
@@ -439,7 +439,7 @@ class Searcher:
                 continue
             file_row = file_rows[row.file_id]
             if row.file_id not in checked:
-                checked[row.file_id] = self._freshness(file_row)
+                checked[row.file_id] = self._freshness(reader, file_row)
             fresh = checked[row.file_id]
             if fresh is None:
                 if file_row.path not in dropped:
@@ -471,7 +471,7 @@ class Searcher:
                 break
         response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
         if excerpt_chars is not None:
-            add_excerpts(TextReader(self.settings, store), response, int(excerpt_chars))
+            add_excerpts(reader, response, int(excerpt_chars))
         response.seconds = time.monotonic() - started
         return response
 
@@ -540,22 +540,17 @@ class Searcher:
                 allowed.add(row.id)
         return allowed
 
-    def _freshness(self, row: FileRow) -> tuple[bool, str | None] | None:
-        """None if the file is gone; else (stale?, current text when stale)."""
-        path = self.settings.root / row.path
+    @staticmethod
+    def _freshness(reader: TextReader, row: FileRow) -> tuple[bool, str | None] | None:
+        """None if the file is gone; else (stale?, current text when stale).
+
+        A file that is there but cannot be read or extracted now keeps its
+        indexed text, marked stale: the index holds its last good copy.
+        """
         try:
-            info = path.stat()
-        except OSError:
+            current = reader.changed(row)
+        except FileGone:
             return None
-        if info.st_size == row.size and info.st_mtime_ns == row.mtime_ns:
-            return False, None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        if sources.content_hash(data) == row.hash:
-            return False, None
-        try:
-            return True, sources.extract_bytes(path.name, data).text
-        except sources.ExtractionError:
+        except TextUnavailable:
             return True, None
+        return (False, None) if current is None else (True, current.text)

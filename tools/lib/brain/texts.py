@@ -32,6 +32,10 @@ class TextUnavailable(Exception):
     """An indexed file whose text cannot be read now; the message says why."""
 
 
+class FileGone(TextUnavailable):
+    """An indexed file that is no longer on disk."""
+
+
 @dataclass
 class FileText:
     """The extracted text of one indexed file as it is on disk now."""
@@ -65,21 +69,50 @@ class TextReader:
 
     def read(self, row: FileRow) -> FileText:
         """The file's text now; raises TextUnavailable when it is gone or unreadable."""
-        path = self.settings.root / row.path
-        try:
-            info = path.stat()
-        except OSError:
-            raise TextUnavailable("deleted since it was indexed; run `brain index`") from None
-        is_pdf = row.path.lower().endswith(".pdf")
-        if is_pdf and info.st_size == row.size and info.st_mtime_ns == row.mtime_ns:
+        path, info = self._stat(row)
+        unchanged = info.st_size == row.size and info.st_mtime_ns == row.mtime_ns
+        if unchanged and self._is_pdf(row):
             kept = self.store.extracted_text(row.hash)
             if kept is not None:
                 return FileText(row.path, kept[0], kept[1])
+        data = self._bytes(path)
+        digest = row.hash if unchanged and not self._is_pdf(row) else sources.content_hash(data)
+        return self._extract(row, path, data, digest)
+
+    def changed(self, row: FileRow) -> FileText | None:
+        """None while the file still holds the indexed content; else its text now, marked stale.
+
+        Costs one stat for an unchanged file (search checks every hit this way);
+        a file touched but not changed costs a read and a hash. Raises FileGone
+        or TextUnavailable like `read`.
+        """
+        path, info = self._stat(row)
+        if info.st_size == row.size and info.st_mtime_ns == row.mtime_ns:
+            return None
+        data = self._bytes(path)
+        digest = sources.content_hash(data)
+        return None if digest == row.hash else self._extract(row, path, data, digest)
+
+    @staticmethod
+    def _is_pdf(row: FileRow) -> bool:
+        return row.path.lower().endswith(".pdf")
+
+    def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
+        path = self.settings.root / row.path
         try:
-            data = sources.read_source(path, self.max_bytes)
+            return path, path.stat()
+        except OSError:
+            raise FileGone("deleted since it was indexed; run `brain index`") from None
+
+    def _bytes(self, path: Path) -> bytes:
+        try:
+            return sources.read_source(path, self.max_bytes)
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
-        digest = sources.content_hash(data) if is_pdf or info.st_size != row.size or info.st_mtime_ns != row.mtime_ns else row.hash
+
+    def _extract(self, row: FileRow, path: Path, data: bytes, digest: str) -> FileText:
+        """The text of `data` (the file's bytes, hashing to `digest`); a PDF's is kept in the index by its hash."""
+        is_pdf = self._is_pdf(row)
         if is_pdf:
             kept = self.store.extracted_text(digest)
             if kept is not None:
