@@ -143,3 +143,14 @@ def test_budget_is_never_exceeded() -> None:
         result = relevant_excerpt(text, rnd.choice(["target", "words dolor", "nothing", "lorem"]), budget=budget)
         assert len(result.text) <= budget, (trial, budget, len(result.text))
         assert result.total_chars == len(text)
+
+
+def test_fold_lowers_and_strips_accents_like_its_character_rule() -> None:
+    from brain.excerpt import _fold_char, fold
+
+    assert fold("Perché ÀÉÎõü ŁódŹ") == "perche aeiou łodz"
+    rnd = random.Random(7)
+    alphabet = [chr(cp) for cp in range(0x3000)]
+    for _ in range(500):  # the table fast path and the per-character rule agree everywhere
+        text = "".join(rnd.choice(alphabet) for _ in range(20))
+        assert fold(text) == "".join(_fold_char(ch) for ch in text)

@@ -74,7 +74,7 @@ def until_searchable(root: Path, word: str, started: float, timeout: float = 300
     assert match is not None
     try:
         while time.perf_counter() - started < timeout:
-            if store.bm25(match, 1):
+            if store.bm25(match, 1)[0]:
                 return time.perf_counter() - started
             time.sleep(0.005)
     finally:

@@ -53,6 +53,7 @@ _LUT_SIZE = 0x250
 _TERM = re.compile(r"[^\W_]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def _fold_char(ch: str) -> str:
     lowered = ch.lower()
     if len(lowered) != 1:
@@ -72,11 +73,18 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 _FOLD_LUT, _WORD_LUT = _tables()
+_FOLD_TABLE = {cp: chr(code) for cp, code in enumerate(_FOLD_LUT.tolist()) if code != cp}  # for str.translate
+_PAST_TABLE = re.compile(f"[^\\x00-\\u{_LUT_SIZE - 1:04x}]")
 
 
 def fold(text: str) -> str:
     """Lower case without accents ("Perché" → "perche"), as terms are compared."""
-    return "".join(_fold_char(ch) for ch in text)
+    if text.isascii():
+        return text.lower()
+    folded = text.translate(_FOLD_TABLE)
+    if _PAST_TABLE.search(folded) is None:
+        return folded
+    return _PAST_TABLE.sub(lambda m: _fold_char(m.group()), folded)
 
 
 def stem(term: str) -> str:

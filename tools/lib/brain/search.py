@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -423,21 +423,15 @@ class Searcher:
         # Ties break by chunk id so the order never depends on the result count.
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
 
-        chunk_rows = store.chunks_by_id([cid for _, cid in scored])
-        file_rows = store.files_by_id(row.file_id for row in chunk_rows.values())
         terms = [fold(t) for t in query_terms(query)]
         reader = TextReader(self.settings, store)
         hits: list[SearchHit] = []
         dropped: list[str] = []
         seen_files: set[int] = set()
         checked: dict[int, tuple[bool, str | None] | None] = {}
-        for score, cid in scored:
-            row = chunk_rows.get(cid)
-            if row is None:
-                continue
+        for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
             if not chunks and row.file_id in seen_files:
                 continue
-            file_row = file_rows[row.file_id]
             if row.file_id not in checked:
                 checked[row.file_id] = self._freshness(reader, file_row)
             fresh = checked[row.file_id]
@@ -475,22 +469,32 @@ class Searcher:
         response.seconds = time.monotonic() - started
         return response
 
+    def _rows_in_order(self, ids: list[int], wanted: int) -> Iterator[tuple[int, ChunkRow, FileRow]]:
+        """(chunk id, chunk, its file) in the order of `ids`, read a batch at a time.
+
+        Most queries need only the first few candidates: reading all of them
+        (texts, pages, metadata) cost more than ranking them.
+        """
+        files: dict[int, FileRow] = {}
+        start, size = 0, max(2 * wanted, 20)
+        while start < len(ids):
+            part = ids[start : start + size]
+            start, size = start + size, size * 2
+            rows = self.store.chunks_by_id(part)
+            files.update(self.store.files_by_id({row.file_id for row in rows.values()} - files.keys()))
+            for cid in part:
+                row = rows.get(cid)
+                if row is not None:
+                    yield cid, row, files[row.file_id]
+
     def _candidates(self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None) -> Candidates:
         """The top `pool` chunks of each half, every one with both of its raw scores."""
         store = self.store
         use_vector = mode in ("hybrid", "vector")
         use_keyword = mode in ("hybrid", "bm25")
         found = Candidates(use_keyword=use_keyword, use_vector=use_vector)
-        every_match: dict[int, float] = {}
-        if use_keyword:
-            file_ids = sorted(allowed) if allowed is not None else None
-            # Hybrid mode needs the BM25 of vector candidates too: FTS5 scores every
-            # matching row to sort them anyway, so one unlimited query serves both.
-            matches = store.bm25(match, -1 if use_vector else pool, file_ids=file_ids)
-            every_match = dict(matches)
-            for cid, score in matches[:pool]:
-                found.keyword[cid] = score
-                found.ids.append(cid)
+        ids = np.zeros(0, dtype=np.int64)
+        sims = np.zeros(0, dtype=np.float32)
         if use_vector:
             ids, file_ids_arr, matrix = self._vector_data()
             if len(ids):
@@ -502,28 +506,31 @@ class Searcher:
                 top = min(pool, len(ids))
                 best = np.argpartition(-sims, top - 1)[:top]
                 best = best[np.argsort(-sims[best], kind="stable")]
-                listed = set(found.ids)
-                for index in best:
+                for index in best.tolist():
                     if not np.isfinite(sims[index]):
                         break
                     cid = int(ids[index])
                     found.cosine[cid] = float(sims[index])
-                    if cid not in listed:
-                        found.ids.append(cid)
-                if use_keyword and found.keyword:
-                    # Keyword-only candidates get their exact cosine too.
-                    # ids are sorted (vector_matrix orders by id): look rows up by bisection.
-                    wanted = np.fromiter((c for c in found.keyword if c not in found.cosine), dtype=np.int64)
-                    rows = np.searchsorted(ids, wanted)
-                    for cid, row in zip(wanted.tolist(), rows.tolist()):
-                        if row < len(ids) and ids[row] == cid:
-                            value = sims[row]
-                            found.cosine[cid] = float(value) if np.isfinite(value) else 0.0
-        if use_keyword and use_vector:
-            # Vector-only candidates get their real BM25 score (0 when no term matches).
-            for cid in found.ids:
+                    found.ids.append(cid)
+        if use_keyword:
+            # Vector candidates get their real BM25 score too (0 when no query word is in them).
+            matches, of_vector = store.bm25(match, pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))
+            for cid in found.cosine:
+                found.keyword[cid] = of_vector.get(cid, 0.0)
+            keyword_only = []
+            for cid, score in matches:
                 if cid not in found.keyword:
-                    found.keyword[cid] = every_match.get(cid, 0.0)
+                    keyword_only.append(cid)
+                    found.ids.append(cid)
+                found.keyword[cid] = score
+            if use_vector and keyword_only and len(ids):
+                # Keyword-only candidates get their exact cosine too.
+                # ids are sorted (vector_matrix orders by id): look rows up by bisection.
+                rows = np.searchsorted(ids, np.array(keyword_only, dtype=np.int64))
+                for cid, row in zip(keyword_only, rows.tolist()):
+                    if row < len(ids) and ids[row] == cid:
+                        value = sims[row]
+                        found.cosine[cid] = float(value) if np.isfinite(value) else 0.0
         return found
 
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
