@@ -18,7 +18,19 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 
 
 def chunks_of(embedder: Embedder, text: str, **options: int) -> list:
-    return chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens, **options)
+    """Chunks as the indexer makes them (long lines cut by the tokenizer's offsets)."""
+    return chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens,
+                      token_starts=embedder.token_starts, **options)
+
+
+def test_cutting_long_lines_by_offsets_gives_the_chunks_of_counting_word_by_word(embedder: Embedder) -> None:
+    rnd = random.Random(11)
+    vocabulary = ["perché", "naïve-café", "ERR-4821", "l'indice", "tokenization", "", "x" * 900, "https://example.com/" + "a" * 300, "日本語", "ok."]
+    for n in range(30):
+        words = [rnd.choice(vocabulary) for _ in range(rnd.randint(50, 900))]
+        text = " ".join(words) + ("\n# Heading\n" + " ".join(words[:80]) if n % 2 else "")
+        word_by_word = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
+        assert chunks_of(embedder, text) == word_by_word
 
 
 def test_line_spans_and_heading_paths(embedder: Embedder) -> None:

@@ -12,6 +12,7 @@ dropped by the model. A chunk of only code has an empty `embed_text`: BM25 only.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ CHUNKING_VERSION = 1
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
+TokenStarts = Callable[[Sequence[str]], list[list[int]]]  # per text: the character offset where each word piece starts
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -80,31 +82,48 @@ def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]
     return code_flags, paths
 
 
-def _split_long(text: str, tokens: int, max_tokens: int, max_chars: int, count: TokenCounter) -> list[str]:
-    """Cut one over-long line into pieces that each fit both limits, at spaces where possible."""
+def _split_long(
+    text: str, max_tokens: int, max_chars: int, count: TokenCounter, starts: list[int] | None
+) -> list[tuple[str, int | None]]:
+    """Cut one over-long line into pieces that each fit both limits, at spaces where possible.
+
+    Returns (piece, its word pieces), the count None where it must be measured.
+    With `starts` (where the line's word pieces start) each word's count is read
+    from the offsets instead of tokenizing word by word; a word-piece tokenizer
+    gives a word the same pieces alone or in its line, so counts add up across
+    the spaces cut here.
+    """
     words = text.split(" ")
-    word_tokens = count(words)
-    pieces: list[str] = []
+    if starts is None:
+        word_tokens = count(words)
+    else:
+        word_tokens = []
+        position = 0
+        for word in words:
+            end = position + len(word)
+            word_tokens.append(bisect_left(starts, end) - bisect_left(starts, position))
+            position = end + 1
+    pieces: list[tuple[str, int | None]] = []
     current: list[str] = []
     cur_tokens = cur_chars = 0
     for word, wt in zip(words, word_tokens):
         if wt > max_tokens or len(word) > max_chars:
             # A single giant "word" (a URL, base64): slice it by characters.
             if current:
-                pieces.append(" ".join(current))
+                pieces.append((" ".join(current), cur_tokens))
                 current, cur_tokens, cur_chars = [], 0, 0
             step = max(1, min(max_chars, int(len(word) * max_tokens / max(wt, 1) * 0.8)))
-            pieces.extend(word[i : i + step] for i in range(0, len(word), step))
+            pieces.extend((word[i : i + step], None) for i in range(0, len(word), step))
             continue
         if current and (cur_tokens + wt > max_tokens or cur_chars + len(word) + 1 > max_chars):
-            pieces.append(" ".join(current))
+            pieces.append((" ".join(current), cur_tokens))
             current, cur_tokens, cur_chars = [], 0, 0
         current.append(word)
         cur_tokens += wt
         cur_chars += len(word) + 1
     if current:
-        pieces.append(" ".join(current))
-    return [p for p in pieces if p]
+        pieces.append((" ".join(current), cur_tokens))
+    return [(piece, tokens if starts is not None else None) for piece, tokens in pieces if piece]
 
 
 def _embed_text(segments: Sequence[_Segment]) -> str:
@@ -125,26 +144,45 @@ def chunk_text(
     overlap_chars: int = 320,
     markdown: bool = True,
     first_line: int = 1,
+    token_starts: TokenStarts | None = None,
 ) -> list[Chunk]:
     """Split `text` into line-aware, overlapping chunks whose embed text fits `max_tokens` word pieces.
 
     `max_tokens` counts the model's two special tokens; `count_tokens` counts
-    word pieces without them.
+    word pieces without them. `token_starts` (optional, same tokenizer) gives
+    the offsets of each line's word pieces, so a long line is cut without
+    tokenizing it again word by word.
     """
+    measured: dict[str, int] = {}
+
+    def count_one(piece: str) -> int:
+        # The same embed text is checked more than once while a chunk is sized.
+        if piece not in measured:
+            measured[piece] = count_tokens([piece])[0]
+        return measured[piece]
+
     lines = text.split("\n")
     code_flags, heading_paths = _scan_lines(lines, markdown)
     budget = max(8, max_tokens - SPECIAL_TOKENS)
     # Heading paths go in front of the embedded text: keep room for them.
     heading_tokens = dict(zip(set(heading_paths), count_tokens(list(set(heading_paths)))))
-    line_tokens = count_tokens([("" if code else line) for line, code in zip(lines, code_flags)])
+    counted_lines = [("" if code else line) for line, code in zip(lines, code_flags)]
+    line_starts: list[list[int]] | None = None
+    if token_starts is not None:
+        line_starts = token_starts(counted_lines)  # tokenized once: long lines are cut by these offsets
+        line_tokens = [len(starts) for starts in line_starts]
+    else:
+        line_tokens = count_tokens(counted_lines)
 
     segments: list[_Segment] = []
     for index, (line, code, heading, tokens) in enumerate(zip(lines, code_flags, heading_paths, line_tokens)):
         number = first_line + index
         room = max(8, budget - min(heading_tokens.get(heading, 0), budget // 4) - 1)
         if tokens > room or len(line) > chunk_chars:
-            for piece in _split_long(line, tokens, room, chunk_chars, count_tokens):
-                piece_tokens = 0 if code else count_tokens([piece])[0]
+            starts = None if code or line_starts is None else line_starts[index]
+            for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts):
+                if piece_tokens is None:
+                    piece_tokens = 0 if code else count_one(piece)
                 segments.append(_Segment(number, piece, piece_tokens, code, heading))
         else:
             segments.append(_Segment(number, line, tokens, code, heading))
@@ -171,7 +209,7 @@ def chunk_text(
         # Verify with the real tokenizer: word pieces are not always additive across lines.
         while end - start > 1:
             embed = _embed_text(segments[start:end])
-            if not embed or count_tokens([embed])[0] <= budget:
+            if not embed or count_one(embed) <= budget:
                 break
             end -= 1
         window = segments[start:end]
@@ -180,7 +218,7 @@ def chunk_text(
         body = "\n".join(s.text for s in window)
         if body.strip():
             embed = _embed_text(window)
-            if embed and count_tokens([embed])[0] > budget:
+            if embed and count_one(embed) > budget:
                 embed = _embed_text([_Segment(s.line, s.text, s.tokens, s.code, "") for s in window])
             chunks.append(Chunk(body, embed, window[0].line, window[-1].line, heading))
         if end >= len(segments):

@@ -37,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "chunking.max_tokens": 0,
     "search.mode": "hybrid",
     "search.limit": 10,
-    "search.vector_weight": 0.6,
+    "search.vector_weight": 0.7,
     "search.candidates": 200,
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     "ask.model": "",

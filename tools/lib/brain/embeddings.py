@@ -301,6 +301,13 @@ class Embedder:
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
+        """For each text, where each of its word pieces starts (character offsets), without special tokens."""
+        if not texts:
+            return []
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [[start for start, _ in e.offsets] for e in encodings]
+
     def token_counter(self) -> Callable[[Sequence[str]], list[int]]:
         return self.count_tokens
 

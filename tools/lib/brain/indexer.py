@@ -348,6 +348,7 @@ class Indexer:
         return chunk_text(
             extracted.text,
             count_tokens=self.embedder.count_tokens,
+            token_starts=self.embedder.token_starts,
             max_tokens=self.embedder.max_tokens,
             chunk_chars=int(self.settings["chunking.chunk_chars"]),
             overlap_chars=int(self.settings["chunking.overlap_chars"]),

@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator
 
 import numpy as np
@@ -338,6 +339,7 @@ class Searcher:
         self._store: Store | None = None
         self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._version: int | None = None
+        self._executor: ThreadPoolExecutor | None = None
 
     @property
     def store(self) -> Store:
@@ -351,6 +353,9 @@ class Searcher:
             self._store.close()
             self._store = None
             self._vectors = None
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
 
     def _check_identity(self, store: Store) -> None:
         built = store.get_meta("model")
@@ -493,28 +498,25 @@ class Searcher:
         use_vector = mode in ("hybrid", "vector")
         use_keyword = mode in ("hybrid", "bm25")
         found = Candidates(use_keyword=use_keyword, use_vector=use_vector)
-        ids = np.zeros(0, dtype=np.int64)
-        sims = np.zeros(0, dtype=np.float32)
-        if use_vector:
-            ids, file_ids_arr, matrix = self._vector_data()
-            if len(ids):
-                qvec = self.embedder.encode_query(query)
-                with one_blas_thread():
-                    sims = matrix @ qvec
-                if allowed is not None:
-                    sims = np.where(np.isin(file_ids_arr, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
-                top = min(pool, len(ids))
-                best = np.argpartition(-sims, top - 1)[:top]
-                best = best[np.argsort(-sims[best], kind="stable")]
-                for index in best.tolist():
-                    if not np.isfinite(sims[index]):
-                        break
-                    cid = int(ids[index])
-                    found.cosine[cid] = float(sims[index])
-                    found.ids.append(cid)
+        vectors = self._vector_data() if use_vector else None  # reads the index: before the thread starts
+        scoring: Future[None] | None = None
+        if use_keyword and use_vector:
+            # FTS5 scores the matches on another thread while this one does the
+            # vector half: both release the GIL, so the two halves overlap. The
+            # connection belongs to that thread until it is done.
+            scoring = self._keyword_thread().submit(store.score_matches, match)
+        elif use_keyword:
+            store.score_matches(match)
+        ids, sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        try:
+            if vectors is not None:
+                ids, sims = self._vector_half(query, vectors, found, allowed, pool)
+        finally:
+            if scoring is not None:
+                scoring.result()  # the connection is this thread's again (and errors surface)
         if use_keyword:
             # Vector candidates get their real BM25 score too (0 when no query word is in them).
-            matches, of_vector = store.bm25(match, pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))
+            matches, of_vector = store.pick_matches(pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))
             for cid in found.cosine:
                 found.keyword[cid] = of_vector.get(cid, 0.0)
             keyword_only = []
@@ -523,15 +525,53 @@ class Searcher:
                     keyword_only.append(cid)
                     found.ids.append(cid)
                 found.keyword[cid] = score
-            if use_vector and keyword_only and len(ids):
+            if use_vector and keyword_only:
                 # Keyword-only candidates get their exact cosine too.
-                # ids are sorted (vector_matrix orders by id): look rows up by bisection.
-                rows = np.searchsorted(ids, np.array(keyword_only, dtype=np.int64))
-                for cid, row in zip(keyword_only, rows.tolist()):
-                    if row < len(ids) and ids[row] == cid:
-                        value = sims[row]
-                        found.cosine[cid] = float(value) if np.isfinite(value) else 0.0
+                found.cosine.update(self._cosines_of(keyword_only, ids, sims))
         return found
+
+    def _keyword_thread(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="brain-fts")
+        return self._executor
+
+    def _vector_half(
+        self, query: str, vectors: tuple[np.ndarray, np.ndarray, np.ndarray], found: Candidates, allowed: set[int] | None, pool: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The `pool` chunks nearest the query, with their cosines, into `found`; returns (chunk ids, every cosine).
+
+        Touches no database: it runs while another thread uses the connection.
+        """
+        ids, file_ids, matrix = vectors
+        if not len(ids):
+            return ids, np.zeros(0, dtype=np.float32)
+        qvec = self.embedder.encode_query(query)
+        with one_blas_thread():
+            sims = matrix @ qvec
+        if allowed is not None:
+            sims = np.where(np.isin(file_ids, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
+        top = min(pool, len(ids))
+        best = np.argpartition(-sims, top - 1)[:top]
+        best = best[np.argsort(-sims[best], kind="stable")]
+        for index in best.tolist():
+            if not np.isfinite(sims[index]):
+                break
+            cid = int(ids[index])
+            found.cosine[cid] = float(sims[index])
+            found.ids.append(cid)
+        return ids, sims
+
+    @staticmethod
+    def _cosines_of(chunk_ids: list[int], ids: np.ndarray, sims: np.ndarray) -> dict[int, float]:
+        """The cosines of these chunks (a chunk without a vector has none)."""
+        # ids are sorted (vector_matrix orders by id): look rows up by bisection.
+        rows = np.searchsorted(ids, np.array(chunk_ids, dtype=np.int64))
+        out: dict[int, float] = {}
+        for cid, row in zip(chunk_ids, rows.tolist()):
+            if row < len(ids) and ids[row] == cid:
+                value = sims[row]
+                out[cid] = float(value) if np.isfinite(value) else 0.0
+        return out
 
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:

@@ -425,28 +425,45 @@ class Store:
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
         """The best `limit` chunks as (chunk id, BM25), best first, and the BM25 of those in `also` that match.
 
-        Bigger is better: FTS5's bm25() is negative (smaller is better), so it is
-        negated here, once. `file_ids` keeps only chunks of those files. FTS5 scores
-        every match anyway (to sort them), so the matches are scored once into a
-        temporary table and both answers are picked there, in SQLite: handing every
-        match to Python cost more than the search (2 ms at 10k chunks, 18 ms at 100k).
-        A `rowid IN (...)` filter would make FTS5 run the whole query once per rowid.
+        Bigger is better. `file_ids` keeps only chunks of those files. The two
+        steps (`score_matches`, `pick_matches`) can also be run apart, so that
+        search does the vector half while FTS5 works.
         """
-        scored = "SELECT rowid AS id, -bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ?1"
-        if file_ids is None:
-            kept = "SELECT id, score FROM m"
-        else:
-            kept = "SELECT m.id, m.score FROM m JOIN chunks ON chunks.id = m.id WHERE chunks.file_id IN (SELECT value FROM json_each(?4))"
-        sql = (f"WITH m AS MATERIALIZED ({scored}), k AS MATERIALIZED ({kept}) "
-               "SELECT * FROM (SELECT id, score, 1 FROM k ORDER BY score DESC, id LIMIT ?2) "
-               "UNION ALL SELECT id, score, 0 FROM k WHERE id IN (SELECT value FROM json_each(?3))")
-        params = [match, limit, json.dumps([int(c) for c in also])]
-        if file_ids is not None:
-            params.append(json.dumps([int(f) for f in file_ids]))
+        self.score_matches(match)
+        return self.pick_matches(limit, also=also, file_ids=file_ids)
+
+    def score_matches(self, match: str) -> None:
+        """Score every chunk that matches with BM25, into this connection's temporary table `matches`.
+
+        FTS5 scores every match anyway (to sort them), so they are scored once and
+        both answers are picked from the table, in SQLite: handing every match to
+        Python cost more than the search (2 ms at 10k chunks, 18 ms at 100k). FTS5's
+        bm25() is negative (smaller is better), so it is negated here, once. A
+        `rowid IN (...)` filter would make FTS5 run the whole query once per rowid.
+        """
         try:
-            rows = self.conn.execute(sql, params).fetchall()
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY, score REAL NOT NULL)")
+            self.conn.execute("DELETE FROM temp.matches")
+            self.conn.execute(
+                "INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+            )
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
+
+    def pick_matches(
+        self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
+        params = [limit, json.dumps([int(c) for c in also])]
+        kept = ""
+        if file_ids is not None:
+            kept = ("WITH k AS MATERIALIZED (SELECT m.id, m.score FROM temp.matches AS m JOIN chunks ON chunks.id = m.id"
+                    " WHERE chunks.file_id IN (SELECT value FROM json_each(?3))) ")
+            params.append(json.dumps([int(f) for f in file_ids]))
+        table = "k" if kept else "temp.matches"
+        sql = (f"{kept}SELECT * FROM (SELECT id, score, 1 FROM {table} ORDER BY score DESC, id LIMIT ?1) "
+               f"UNION ALL SELECT id, score, 0 FROM {table} WHERE id IN (SELECT value FROM json_each(?2))")
+        rows = self.conn.execute(sql, params).fetchall()
         best = [(r[0], float(r[1])) for r in rows if r[2]]
         return best, {r[0]: float(r[1]) for r in rows if not r[2]}
 
