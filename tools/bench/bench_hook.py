@@ -38,6 +38,7 @@ sys.path.insert(0, str(PROJECT / "tools" / "lib"))
 
 from brain import Brain  # noqa: E402
 from brain.search import fts_match  # noqa: E402
+from brain.stemming import stemmer  # noqa: E402
 from brain.store import Store  # noqa: E402
 
 
@@ -70,7 +71,7 @@ def head(root: Path) -> str:
 
 def until_searchable(root: Path, word: str, started: float, timeout: float = 300.0) -> float:
     store = Store(root / ".brain" / "brain.sqlite", create=False)
-    match = fts_match(word)
+    match = fts_match(word, stemmer(store.stemmer()))
     assert match is not None
     try:
         while time.perf_counter() - started < timeout:

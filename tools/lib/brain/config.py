@@ -17,6 +17,7 @@ from typing import Any
 import tomllib
 
 from .errors import BrainError
+from .stemming import STEMMERS
 
 CONFIG_NAME = "brain.toml"
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
@@ -49,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "search.fusion": "linear",
     "search.spread_ratio": 0.3,
     "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
+    "search.stemmer": "none",
 }
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")
@@ -168,6 +170,8 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("search.spread_ratio", "must be between 0 (off) and 10")
     if values["search.fts_tokenizer"] not in FTS_TOKENIZERS:
         raise bad("search.fts_tokenizer", f"must be one of: {'; '.join(FTS_TOKENIZERS)}")
+    if values["search.stemmer"] not in STEMMERS:
+        raise bad("search.stemmer", f"must be one of: {', '.join(STEMMERS)}")
     if not 0.0 <= values["search.vector_weight"] <= 1.0:
         raise bad("search.vector_weight", "must be between 0 and 1")
     for key in ("search.limit", "search.candidates", "embedding.batch_size", "chunking.chunk_chars"):

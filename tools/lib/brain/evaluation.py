@@ -49,7 +49,8 @@ METRICS: dict[str, str] = {
 RESULTS_PER_QUERY = 100
 DEFAULT_WORKDIR = "~/.cache/brain/eval"
 # Settings that change what is stored in the index; a change means another database.
-INDEX_KEYS = ("embedding.model", "chunking.chunk_chars", "chunking.overlap_chars", "chunking.max_tokens", "search.fts_tokenizer")
+INDEX_KEYS = ("embedding.model", "chunking.chunk_chars", "chunking.overlap_chars", "chunking.max_tokens", "search.fts_tokenizer",
+              "search.stemmer")
 
 
 @dataclass
@@ -349,7 +350,8 @@ def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bo
         # most vectors: start from its cache instead of re-embedding everything.
         siblings = sorted(db_path.parent.glob("index-*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
         if siblings:
-            store = Store(db_path, tokenizer=str(collection.settings["search.fts_tokenizer"]))
+            store = Store(db_path, tokenizer=str(collection.settings["search.fts_tokenizer"]),
+                          stemmer=str(collection.settings["search.stemmer"]))
             try:
                 store.import_embedding_cache(siblings[0])
             finally:
@@ -442,6 +444,7 @@ def evaluate(
             "spread_ratio": values["search.spread_ratio"],
             "candidates": values["search.candidates"],
             "fts_tokenizer": values["search.fts_tokenizer"],
+            "stemmer": values["search.stemmer"],
             "chunk_chars": values["chunking.chunk_chars"],
             "overlap_chars": values["chunking.overlap_chars"],
             "model": values["embedding.model"],

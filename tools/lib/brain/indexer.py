@@ -77,6 +77,7 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
         "fts_tokenizer": str(settings["search.fts_tokenizer"]),
+        "stemmer": str(settings["search.stemmer"]),
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
@@ -114,6 +115,7 @@ class Indexer:
         self.show_progress = show_progress
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
         self.tokenizer = str(settings["search.fts_tokenizer"])
+        self.stemmer = str(settings["search.stemmer"])
 
     # ------------------------------------------------------------ public
 
@@ -123,7 +125,7 @@ class Indexer:
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
         with writer_lock(db_path):
-            store = Store(db_path, tokenizer=self.tokenizer)
+            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 if identity_mismatch(store, wanted) is not None:
@@ -169,7 +171,7 @@ class Indexer:
                 picked.append(found)
         db_path = self.settings.database_path
         with writer_lock(db_path):
-            store = Store(db_path, tokenizer=self.tokenizer)
+            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
@@ -198,7 +200,7 @@ class Indexer:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(str(fresh_path) + suffix)
-        fresh = Store(fresh_path, tokenizer=self.tokenizer)
+        fresh = Store(fresh_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
         try:
             if db_path.exists():
                 self._copy_cache(fresh, db_path)

@@ -314,7 +314,7 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     head = (
         f"{report.collection}{split}: {report.queries} queries, {report.documents} documents; "
         f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread ratio {cfg.get('spread_ratio')}), candidates {cfg['candidates']}, "
-        f"tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
+        f"stemmer {cfg.get('stemmer')}, tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
     )
     tail = (
         f"index {'reused' if index['reused'] else 'built'} in {index['seconds']:.1f}s "

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from .excerpt import fold
+from .stemming import stemmer as stemmer_for
 from .store import ChunkRow, FileRow, Store
 from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
 
@@ -117,12 +119,13 @@ quali quando se si sono su sua sue sui sul sulla suo tra un una uno
 """.split())
 
 
-def fts_match(query: str) -> str | None:
+def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | None:
     """A safe FTS5 MATCH expression: each word quoted, words OR-joined.
 
     Any text a person types is safe (`C++`, `#1234`, `"quoted`, `AND`, `*`):
     operators become plain words. A word that FTS5 splits into several tokens
     (`FT-2026-0412`, `l'indice`) becomes a phrase, so identifiers match whole.
+    `stem` is the index's stemmer (stemming.stemmer), applied to each token.
     """
     terms: list[str] = []
     content: list[str] = []
@@ -130,7 +133,7 @@ def fts_match(query: str) -> str | None:
         tokens = _TOKEN.findall(word)
         if not tokens:
             continue
-        term = '"' + " ".join(tokens) + '"'
+        term = '"' + " ".join(stem(t) if stem else t for t in tokens) + '"'
         if term not in terms:
             terms.append(term)
             if len(tokens) > 1 or tokens[0].lower() not in STOP_WORDS:
@@ -418,6 +421,7 @@ class Searcher:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
         store = self.store
+        match = fts_match(query, stemmer_for(store.stemmer())) or match  # the words as the index stores them
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.

@@ -1,8 +1,8 @@
 """Every SQL statement: schema, migrations, transactions and the writer lock.
 
 One SQLite file in WAL mode. `files` holds one row per indexed file, `chunks`
-its pieces with their vectors, `chunks_fts` an FTS5 index kept in sync by
-triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
+its pieces with their vectors and stemmed copies of their text, `chunks_fts` an
+FTS5 index of those copies kept in sync by triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
 `meta` the model and chunking the vectors were made with.
 """
 
@@ -23,10 +23,13 @@ from typing import Any
 import numpy as np
 
 from .errors import BrainError
+from .stemming import NONE as NO_STEMMER
+from .stemming import stemmer as stemmer_for
 
-SCHEMA_VERSION = 2  # 2: extracted_text (PDF text by content hash)
+SCHEMA_VERSION = 3  # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # for an index created without naming one
+STEMMER = NO_STEMMER  # for an index created without naming one
 # Tokenizers an index may be built with; the query goes through the same one.
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 
@@ -55,22 +58,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     end_line INTEGER NOT NULL,
     pages TEXT,
     embed_hash TEXT,
-    vector BLOB
+    vector BLOB,
+    fts_heading TEXT NOT NULL DEFAULT '',
+    fts_text TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    heading_path, text, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text, heading_path ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text);
-    INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text);
-END;
+__FTS__
 CREATE TABLE IF NOT EXISTS embedding_cache (
     hash TEXT NOT NULL,
     model TEXT NOT NULL,
@@ -84,6 +77,36 @@ CREATE TABLE IF NOT EXISTS extracted_text (
     page_starts TEXT,
     created_at TEXT NOT NULL
 );
+"""
+
+# FTS5 reads the stemmed copies (fts_heading, fts_text), kept in sync by triggers.
+_FTS = """
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    fts_heading, fts_text, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF fts_text, fts_heading ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text);
+    INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text);
+END;
+"""
+
+# Schema 2 → 3: FTS5 read heading_path and text directly. The copies start as the
+# text itself (stemmer "none", what that index was built with); the next `brain index`
+# rebuilds with the configured stemmer, vectors from the cache.
+_MIGRATE_TO_3 = """
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+DROP TABLE IF EXISTS chunks_fts;
+ALTER TABLE chunks ADD COLUMN fts_heading TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN fts_text TEXT NOT NULL DEFAULT '';
+UPDATE chunks SET fts_heading = heading_path, fts_text = text;
 """
 
 
@@ -158,10 +181,13 @@ def _check_foreign(path: Path) -> None:
 class Store:
     """One open index database."""
 
-    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None) -> None:
-        """Open (or create) the index at `path`; `tokenizer` is used only when the FTS table is created."""
+    def __init__(
+        self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
+    ) -> None:
+        """Open (or create) the index at `path`; `tokenizer` and `stemmer` are used only when the index is created."""
         self.path = path
         self.tokenizer = tokenizer or FTS_TOKENIZER
+        self._new_stemmer = stemmer or STEMMER
         if self.tokenizer not in FTS_TOKENIZERS:
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
         try:
@@ -207,8 +233,20 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                for statement in _split_sql(_SCHEMA.replace("__TOKENIZER__", self.tokenizer)):
+                stemmer = self._new_stemmer
+                if "chunks" in tables and version < 3:
+                    tokenizer = self.fts_tokenizer()  # an older index keeps its tokenizer until rebuilt
+                    for statement in _split_sql(_MIGRATE_TO_3):
+                        conn.execute(statement)
+                    stemmer = NO_STEMMER
+                else:
+                    tokenizer = self.tokenizer
+                for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
+                if "chunks" in tables and version < 3:
+                    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+                if conn.execute("SELECT 1 FROM meta WHERE key = 'stemmer'").fetchone() is None:
+                    conn.execute("INSERT INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
                 # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -274,6 +312,10 @@ class Store:
     def last_rebuild(self) -> dict[str, Any] | None:
         raw = self.get_meta("last_rebuild_result")
         return json.loads(raw) if raw else None
+
+    def stemmer(self) -> str:
+        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
+        return self.get_meta("stemmer") or NO_STEMMER
 
     def fts_tokenizer(self) -> str:
         """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
@@ -344,12 +386,13 @@ class Store:
                     " VALUES (?,?,?,?,?,?,?,?,?)",
                     (path, *values),
                 ).lastrowid
+            stem = stemmer_for(self.stemmer())
             conn.executemany(
-                "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"
+                " fts_heading, fts_text) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line,
-                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector)
+                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector, stem(c.heading_path), stem(c.text))
                     for seq, c in enumerate(chunks)
                 ],
             )
