@@ -76,19 +76,38 @@ def resolve_model(name: str) -> ModelSource:
     return ModelSource(identity, name, folder)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz & Stegun 7.1.26 is too coarse for identical vectors; this is the
-    # rational approximation of Numerical Recipes' erfc (error < 1.2e-7), evaluated
-    # in float32 like torch's own GELU: error below 4e-7, six times faster than float64.
+_ERFC = [np.float32(c) for c in (
+    0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368,
+)]
+
+
+def _gelu(h: np.ndarray) -> np.ndarray:
+    """BERT's exact GELU, h × Φ(h), in float32, computed in place in `h`'s new buffers.
+
+    erf comes from the rational approximation of Numerical Recipes' erfc (error
+    < 1.2e-7; Abramowitz & Stegun 7.1.26 is too coarse for identical vectors).
+    In float32 like torch's own GELU, error below 4e-7.
+    """
+    x = h * np.float32(1 / np.sqrt(2.0))
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * a)
-    y = 1.0 - t * np.exp(
-        -a * a
-        - 1.26551223
-        + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
-        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    )
-    return np.copysign(y, x)
+    t = a * np.float32(0.5)
+    t += 1
+    np.reciprocal(t, out=t)
+    p = t * _ERFC[0]
+    for c in _ERFC[1:]:
+        p += c
+        p *= t
+    p -= np.float32(1.26551223)
+    a *= a
+    p -= a
+    np.exp(p, out=p)
+    p *= t  # erfc(|x|)
+    np.subtract(1, p, out=p)
+    np.copysign(p, x, out=p)  # erf(x)
+    p += 1
+    p *= h
+    p *= np.float32(0.5)
+    return p
 
 
 class NumpyBert:
@@ -143,7 +162,7 @@ class NumpyBert:
             context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, tokens, dim)
             x = self._norm(context @ o_w + o_b + x, norm1)
             hidden = x @ i_w + i_b
-            hidden = 0.5 * hidden * (1.0 + _erf(hidden * np.float32(1 / np.sqrt(2.0))))
+            hidden = _gelu(hidden)
             x = self._norm(hidden @ out_w + out_b + x, norm2)
         weights = mask[..., None].astype(np.float32)
         pooled = (x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -188,16 +188,15 @@ class Candidates:
     cosine: dict[int, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Fused:
-    """One candidate's fused score and the parts it was made of."""
+class Fused(NamedTuple):
+    """One candidate's fused score and the parts it was made of (a tuple: hundreds are made per query)."""
 
     score: float
     vector: float | None  # the vector half after normalisation (None when the mode has no vector half)
     keyword: float | None  # the keyword half after normalisation
     vector_rank: int | None  # rank among the candidates by cosine
     keyword_rank: int | None  # rank among the candidates by BM25; None when no query word matched
-    stats: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
+    stats: dict[str, dict[str, float]]  # the pool figures each half was normalised with (for explain)
 
 
 def _ranks(values: dict[int, float], keep: Any) -> dict[int, int]:
@@ -557,12 +556,10 @@ class Searcher:
         top = min(pool, len(ids))
         best = np.argpartition(-sims, top - 1)[:top]
         best = best[np.argsort(-sims[best], kind="stable")]
-        for index in best.tolist():
-            if not np.isfinite(sims[index]):
-                break
-            cid = int(ids[index])
-            found.cosine[cid] = float(sims[index])
-            found.ids.append(cid)
+        best = best[np.isfinite(sims[best])]  # files outside --path/--where scored -inf
+        chunk_ids = ids[best].tolist()
+        found.cosine.update(zip(chunk_ids, sims[best].tolist()))
+        found.ids.extend(chunk_ids)
         return ids, sims
 
     @staticmethod
