@@ -46,7 +46,11 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     text = run_cli("--root", str(example_notes), "search", "nginx", "SSL", "--mode", "bm25", "--explain")
     assert text.returncode == 0 and "Score:" in text.stdout and "Lines:" in text.stdout and "bm25" in text.stdout
     stats = run_cli("--root", str(example_notes), "stats", "--json")
-    assert json.loads(stats.stdout)["files"] == 17
+    data = json.loads(stats.stdout)
+    assert data["files"] == 17
+    assert (data["fts_tokenizer"], data["stemmer"]) == ("porter unicode61 remove_diacritics 2", "none")
+    stats_text = run_cli("--root", str(example_notes), "stats")
+    assert "stemmer none" in stats_text.stdout
 
 
 def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:

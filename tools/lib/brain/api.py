@@ -166,6 +166,8 @@ class Brain:
                 "model": store.get_meta("model"),
                 "dimension": int(store.get_meta("dimension") or 0) or None,
                 "chunking": store.get_meta("chunking"),
+                "fts_tokenizer": store.fts_tokenizer(),
+                "stemmer": store.stemmer(),
                 "precision": store.get_meta("precision") or "float32",
                 "last_scan": store.get_meta("last_scan"),
                 "largest_files": [{"path": p, "chunks": n} for p, n in store.largest_files()],

@@ -173,6 +173,7 @@ def stats_text(data: dict[str, Any]) -> str:
         f"cache      {data['cache_entries']} vectors, hit rate {'—' if rate is None else f'{rate:.0%}'}",
         f"model      {data['model']} ({data['dimension']} dims, {data['precision']})",
         f"chunking   {data['chunking']}",
+        f"keywords   FTS5 '{data['fts_tokenizer']}', stemmer {data['stemmer']}",
         f"last scan  {data['last_scan']}",
         "most chunks:",
     ]
