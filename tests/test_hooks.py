@@ -148,7 +148,7 @@ def test_sync_hook_indexes_each_commit_before_git_returns(repo: Path) -> None:
     write(repo, {"b.md": "# Beta\n\nBackups run at night with restic, checked on Mondays.\n", "日記/今日.md": "# 今日\n\nSourdough starter fed.\n"})
     head = commit(repo, "edit, rename, add")
     log = (repo / ".brain" / "hook.log").read_text(encoding="utf-8")
-    assert f"post-commit" in log and f"..{head[:12]}: diff" in log
+    assert "post-commit" in log and f"..{head[:12]}: diff" in log
     assert "moved a.md → notes dir/alpha ü.md" in log
     assert_clean(repo)
     # A merge brings a branch in through post-merge (the copy reuses cached vectors: nothing to embed).
@@ -159,7 +159,7 @@ def test_sync_hook_indexes_each_commit_before_git_returns(repo: Path) -> None:
     merged = git_with(repo, {}, "merge", "-q", "--ff-only", "side")
     assert merged.returncode == 0, merged.stderr
     head = git(repo, "rev-parse", "HEAD").strip()
-    assert f"post-merge" in wait_for_log(repo, f"..{head[:12]}: diff")
+    assert "post-merge" in wait_for_log(repo, f"..{head[:12]}: diff")
     assert_clean(repo)
 
 

@@ -47,7 +47,6 @@ def base_index(data: Path, work: Path) -> Path:
 
 def synthesise(base_db: Path, size: int, work: Path) -> Path:
     """A notes folder of `size` chunks (files of CHUNKS_PER_FILE lines) with its index, built once."""
-    from brain import Brain
     from brain.sources import content_hash
     from brain.store import NewChunk, Store
 
