@@ -20,8 +20,7 @@ import time
 from brain import evaluation
 from brain.config import FUSION_METHODS
 from brain.embeddings import Embedder
-from brain.search import Candidates, Searcher, fts_match, fuse
-from brain.stemming import stemmer
+from brain.search import Candidates, Searcher, fuse, query_terms
 
 
 def main() -> int:
@@ -55,7 +54,6 @@ def main() -> int:
     for cid, fid in store.conn.execute("SELECT id, file_id FROM chunks"):  # chunks without vectors too
         file_of[cid] = fid
     path_of = {row.id: row.path for row in store.all_files().values()}
-    stem = stemmer(store.stemmer())
 
     methods = args.methods.split(",")
     weights = [float(w) for w in args.weights.split(",")]
@@ -76,9 +74,9 @@ def main() -> int:
         return docs
 
     for n, (qid, text) in enumerate(collection.queries.items(), 1):
-        match = fts_match(text, stem)  # the query's words as the index stores them
-        if match is None:
+        if not query_terms(text):
             continue
+        match = searcher.keyword_query(text)  # the query's words as the index stores them
         for pool in pools:
             found = searcher._candidates(text, match, "hybrid", pool, None)
             if pool == max(pools):

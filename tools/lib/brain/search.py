@@ -411,15 +411,14 @@ class Searcher:
             raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
-        match = fts_match(query)
-        if match is None:
+        if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
         store = self.store
-        match = fts_match(query, stemmer_for(store.stemmer())) or match  # the words as the index stores them
+        match = self.keyword_query(query)
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
@@ -475,6 +474,13 @@ class Searcher:
             add_excerpts(reader, response, int(excerpt_chars))
         response.seconds = time.monotonic() - started
         return response
+
+    def keyword_query(self, query: str) -> str:
+        """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
+        match = fts_match(query, stemmer_for(self.store.stemmer()))
+        if match is None:
+            raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+        return match
 
     def _rows_in_order(self, ids: list[int], wanted: int) -> Iterator[tuple[int, ChunkRow, FileRow]]:
         """(chunk id, chunk, its file) in the order of `ids`, read a batch at a time.

@@ -233,20 +233,18 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                stemmer = self._new_stemmer
-                if "chunks" in tables and version < 3:
-                    tokenizer = self.fts_tokenizer()  # an older index keeps its tokenizer until rebuilt
+                upgrading_fts = "chunks" in tables and version < 3
+                # An older index keeps its tokenizer until rebuilt, and its copies start unstemmed.
+                tokenizer = self.fts_tokenizer() if upgrading_fts else self.tokenizer
+                stemmer = NO_STEMMER if upgrading_fts else self._new_stemmer
+                if upgrading_fts:
                     for statement in _split_sql(_MIGRATE_TO_3):
                         conn.execute(statement)
-                    stemmer = NO_STEMMER
-                else:
-                    tokenizer = self.tokenizer
                 for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
-                if "chunks" in tables and version < 3:
+                if upgrading_fts:
                     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-                if conn.execute("SELECT 1 FROM meta WHERE key = 'stemmer'").fetchone() is None:
-                    conn.execute("INSERT INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
+                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
                 # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
