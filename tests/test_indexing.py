@@ -146,8 +146,11 @@ def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:
 
 
 def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
-    # Many files so the scan is surely mid-way when killed.
-    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 4 for i in range(300)})
+    # Many files so the scan is surely mid-way when killed: files are written a group
+    # of 256 chunks at a time, and 144 more chunks of about 200 word pieces keep the
+    # last group embedding for seconds, far longer than the poll below.
+    total = 400
+    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 20 for i in range(total)})
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
     proc = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(tmp_path), "index"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -155,7 +158,7 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     deadline = time.monotonic() + 240
     indexed = 0
     while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.05)
         if db.exists():
             try:
                 with sqlite3.connect(db) as conn:
@@ -166,7 +169,7 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
                 break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 0 < indexed < 300, "the scan should have been killed mid-way"
+    assert 0 < indexed < total, "the scan should have been killed mid-way"
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # Every indexed file is complete: it has chunks, and FTS agrees with the chunks.
@@ -175,8 +178,8 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     brain = Brain(tmp_path)
     assert brain.search("subject", mode="bm25").results
     report = brain.index()
-    assert report.counts()["added"] + report.counts()["unchanged"] == 300
-    assert brain.stats()["files"] == 300
+    assert report.counts()["added"] + report.counts()["unchanged"] == total
+    assert brain.stats()["files"] == total
 
 
 def test_a_one_file_reindex_does_not_load_torch(tmp_path: Path) -> None:
