@@ -40,10 +40,11 @@ def test_italian_word_forms_find_each_other(tmp_path: Path) -> None:
 
 
 def test_without_stemming_word_forms_stay_apart_and_a_change_rebuilds_from_the_cache(tmp_path: Path) -> None:
-    write(tmp_path, NOTES)
+    write(tmp_path, {**NOTES, "brain.toml": '[search]\nstemmer = "none"\n'})
     brain = Brain(tmp_path)
-    brain.index()  # the default: no Snowball stemmer
-    assert "progetti.md" not in _paths(brain.search("indice", mode="bm25"))
+    brain.index()
+    # Forms stay apart: "indice" reaches "indici" only as a guess at a typo, and says so.
+    assert brain.search("indice", mode="bm25").also_searched == ["indici"]
     write(tmp_path, ITALIAN)
     brain = Brain(tmp_path)
     report = brain.index()
@@ -58,6 +59,8 @@ def _downgrade_to_schema_2(db: Path) -> None:
     conn.executescript("""
         DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; DROP TABLE chunks_fts;
         ALTER TABLE chunks DROP COLUMN fts_heading; ALTER TABLE chunks DROP COLUMN fts_text;
+        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta; ALTER TABLE chunks DROP COLUMN fts_path;
+        ALTER TABLE files DROP COLUMN title; ALTER TABLE files DROP COLUMN language;
         CREATE VIRTUAL TABLE chunks_fts USING fts5(heading_path, text, content='chunks', content_rowid='id',
             tokenize='porter unicode61 remove_diacritics 2');
         CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
@@ -65,7 +68,7 @@ def _downgrade_to_schema_2(db: Path) -> None:
         CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
             INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text); END;
         INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
-        DELETE FROM meta WHERE key = 'stemmer';
+        DELETE FROM meta WHERE key IN ('stemmer', 'keyword_fields');
         PRAGMA user_version = 2;
     """)
     conn.close()
@@ -86,7 +89,10 @@ def test_a_schema_2_index_migrates_searches_at_once_and_rebuilds_stemmed(tmp_pat
         assert store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')") is not None
     finally:
         store.close()
-    assert brain.index().rebuilt is False  # the default is none too: nothing to redo
+    write(tmp_path, {"brain.toml": '[search]\nstemmer = "none"\n'})
+    report = Brain(tmp_path).index()  # the same stemmer, but the new keyword fields are filled: rebuilt from the cache
+    assert report.rebuilt and report.chunks_embedded == 0
+    assert Brain(tmp_path).index().rebuilt is False
     write(tmp_path, ITALIAN)
     brain = Brain(tmp_path)
     report = brain.index()  # the settings now ask for italian: rebuilt, nothing re-embedded
@@ -107,3 +113,48 @@ def test_unknown_stemmer_is_a_one_line_settings_error(tmp_path: Path) -> None:
     done = run_cli("--root", str(tmp_path), "index")
     assert done.returncode != 0
     assert "search.stemmer" in done.stderr and "italian" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def _downgrade_to_schema_3(db: Path) -> None:
+    """Make an index look as schema 3 wrote it: FTS5 over the stemmed heading and text only, no titles."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript("""
+        DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; DROP TABLE chunks_fts;
+        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta; ALTER TABLE chunks DROP COLUMN fts_path;
+        ALTER TABLE files DROP COLUMN title; ALTER TABLE files DROP COLUMN language;
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(fts_heading, fts_text, content='chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2');
+        CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text); END;
+        CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text); END;
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+        DELETE FROM meta WHERE key = 'keyword_fields';
+        PRAGMA user_version = 3;
+    """)
+    conn.close()
+
+
+def test_a_schema_3_index_migrates_in_place_and_the_next_index_fills_the_new_fields(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    write(tmp_path, {**NOTES, "Green tea brewing.md": "Water at 80 degrees, two minutes.\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    db = brain.settings.database_path
+    _downgrade_to_schema_3(db)
+
+    brain = Brain(tmp_path)  # searching migrates: the old fields still answer, the new ones start empty
+    assert _paths(brain.search("indici", mode="bm25"))[0] == "progetti.md"
+    assert "Green tea brewing.md" not in _paths(brain.search("brewing", mode="bm25"))
+    store = Store(db)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION
+        store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+    finally:
+        store.close()
+    status = run_cli("--root", str(tmp_path), "status")
+    assert "keyword index settings changed" in status.stdout and "model changed" not in status.stdout
+    report = brain.index()
+    assert report.rebuilt and report.chunks_embedded == 0
+    assert _paths(brain.search("brewing", mode="bm25"))[0] == "Green tea brewing.md"  # the title field, filled

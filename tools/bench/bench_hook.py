@@ -37,8 +37,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT / "tools" / "lib"))
 
 from brain import Brain  # noqa: E402
-from brain.search import fts_match  # noqa: E402
-from brain.stemming import stemmer  # noqa: E402
+from brain.search import fts_match, query_stemmers  # noqa: E402
 from brain.store import Store  # noqa: E402
 
 
@@ -71,7 +70,7 @@ def head(root: Path) -> str:
 
 def until_searchable(root: Path, word: str, started: float, timeout: float = 300.0) -> float:
     store = Store(root / ".brain" / "brain.sqlite", create=False)
-    match = fts_match(word, stemmer(store.stemmer()))
+    match = fts_match(word, query_stemmers(store.stemmer()))
     assert match is not None
     try:
         while time.perf_counter() - started < timeout:

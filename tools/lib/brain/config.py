@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "search.fusion": "linear",
     "search.spread_ratio": 0.3,
     "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
-    "search.stemmer": "none",
+    "search.stemmer": "auto",
 }
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")

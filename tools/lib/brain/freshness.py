@@ -19,7 +19,7 @@ from . import gitsync, sources
 from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
-from .indexer import identity_mismatch, model_identity
+from .indexer import KEYWORD_KEYS, identity_mismatch, model_identity
 from .store import SCHEMA_VERSION, Store
 
 
@@ -47,6 +47,7 @@ class StatusReport:
     model: str | None = None
     model_wanted: str = ""
     model_mismatch: str | None = None
+    keyword_mismatch: str | None = None  # only the keyword index's settings differ (tokenizer, stemmer, fields)
     dimension: int | None = None
     chunking: str | None = None
     schema_version: int | None = None
@@ -60,7 +61,9 @@ class StatusReport:
 
         Unreadable files (broken PDFs, binary files) do not count: no index can hold them.
         """
-        return self.database_exists and not (self.stale or self.missing or self.orphaned or self.model_mismatch)
+        return self.database_exists and not (
+            self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -93,7 +96,9 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.dimension = int(dimension) if dimension else None
             report.chunking = store.get_meta("chunking")
             report.schema_version = store.schema_version()
-            report.model_mismatch = identity_mismatch(store, model_identity(embedder, settings))
+            wanted = model_identity(embedder, settings)
+            report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in KEYWORD_KEYS])
+            report.keyword_mismatch = identity_mismatch(store, wanted, KEYWORD_KEYS)
         finally:
             store.close()
     report.files_indexed = len(rows)

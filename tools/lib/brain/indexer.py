@@ -22,7 +22,7 @@ from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
 from .errors import BrainError
-from .store import NewChunk, Store, writer_lock
+from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
 # to keep the model's batches full, small enough to bound memory.
@@ -73,11 +73,17 @@ class _Pending:
     chunks: list[Chunk]
 
 
+# The parts of model_identity that only the keyword index depends on: a change rebuilds it
+# with every vector from the cache, so `brain status` does not call it a model change.
+KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
+
+
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
         "fts_tokenizer": str(settings["search.fts_tokenizer"]),
         "stemmer": str(settings["search.stemmer"]),
+        "keyword_fields": KEYWORD_FIELDS,
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
@@ -86,9 +92,11 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     }
 
 
-def identity_mismatch(store: Store, wanted: dict[str, str]) -> str | None:
-    """A sentence saying how the index differs from the settings, or None."""
+def identity_mismatch(store: Store, wanted: dict[str, str], keys: Sequence[str] | None = None) -> str | None:
+    """A sentence saying how the index differs from the settings (in `keys` only, when given), or None."""
     for key, value in wanted.items():
+        if keys is not None and key not in keys:
+            continue
         # The tokenizer is read from the FTS table itself: an index made before it was recorded is still checked.
         have = store.fts_tokenizer() if key == "fts_tokenizer" else store.get_meta(key)
         if have is not None and have != value:
@@ -317,7 +325,8 @@ class Indexer:
                     continue
                 if row is None and digest in gone_by_hash:
                     old = gone_by_hash.pop(digest)
-                    store.move_file(old, source.rel, source.size, source.mtime_ns)
+                    store.move_file(old, source.rel, source.size, source.mtime_ns, title=self._moved_title(source, data),
+                                    path_text=sources.readable_path(source.rel))
                     assert gone is not None
                     gone.pop(old, None)
                     report.moved.append({"from": old, "to": source.rel})
@@ -334,6 +343,16 @@ class Indexer:
         finally:
             if bar is not None:
                 bar.close()
+
+    @staticmethod
+    def _moved_title(source: sources.SourceFile, data: bytes) -> str | None:
+        """A moved file's title under its new name (None: keep the stored one, which a rename cannot change)."""
+        if source.path.name.lower().endswith(".pdf"):
+            return sources.readable_name(source.path.name)  # no extraction: a PDF's title is its name
+        try:
+            return sources.extract_bytes(source.path.name, data).title
+        except sources.ExtractionError:
+            return None
 
     def _prepare(self, source: sources.SourceFile, digest: str, data: bytes, report: ScanReport) -> _Pending | None:
         try:
@@ -385,6 +404,9 @@ class Indexer:
                 warning="; ".join(pending.extracted.warnings) or None,
                 page_starts=pending.extracted.page_starts,
                 chunks=new_chunks,
+                title=pending.extracted.title,
+                meta_text=sources.metadata_text(pending.extracted.metadata),
+                path_text=sources.readable_path(pending.source.rel),
             )
             if pending.source.path.name.lower().endswith(".pdf"):
                 # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.

@@ -67,6 +67,9 @@ def _explain_lines(hit: Any) -> list[str]:
     if kw.get("normalised") is not None:
         extra = f" [pool {pool(kw['pool'])}]" if kw.get("pool") else ""
         lines.append(f"        keyword bm25 {fmt(kw.get('bm25'))} → {fmt(kw.get('normalised'))} (rank {fmt(kw.get('rank'))}){extra}")
+        if kw.get("fields"):
+            matched = "; ".join(f"{name}: {', '.join(words)}" for name, words in kw["fields"].items())
+            lines.append(f"        keyword fields matched: {matched}")
     chunk = e.get("chunk", {})
     lines.append(f"        chunk #{chunk.get('id')} lines {hit.start_line}-{hit.end_line} {hit.heading_path}".rstrip())
     return lines
@@ -80,6 +83,8 @@ def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
         out = [f"## Search: {response.query}", f"{len(response.results)} results ({response.mode})", ""]
     else:
         out = [f"Search: {response.query}  ({response.mode}, {len(response.results)} results)"]
+    if response.also_searched:
+        out.append(f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}")
     for n, hit in enumerate(response.results, 1):
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
@@ -241,6 +246,8 @@ def status_text(report: Any) -> str:
         problems = [f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)]
         if report.model_mismatch:
             problems.append("model changed")
+        if report.keyword_mismatch:
+            problems.append("keyword index settings changed")
         verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); run `brain index` to fix"
     lines = [
         verdict,
@@ -286,6 +293,8 @@ def status_text(report: Any) -> str:
                  f"schema {report.schema_version if report.schema_version is not None else '?'} (reads {report.schema_supported})")
     if report.model_mismatch:
         lines.append(f"            {report.model_mismatch}; run `brain index` to re-embed")
+    if report.keyword_mismatch:
+        lines.append(f"            {report.keyword_mismatch}; `brain index` rebuilds the keyword index (nothing re-embedded)")
     installed = [h for h in report.hooks if h["installed"]]
     if not report.hooks:
         lines.append("hooks       none (not a git repository)")

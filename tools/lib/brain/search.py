@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
@@ -20,9 +20,11 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
+from . import spelling
 from .excerpt import fold
+from .stemming import FUNCTION_WORDS, query_languages
 from .stemming import stemmer as stemmer_for
-from .store import ChunkRow, FileRow, Store
+from .store import FIELDS, ChunkRow, FileRow, Store
 from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
@@ -69,6 +71,9 @@ class SearchResponse:
     dropped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     excerpt_chars: int | None = None  # set when hits carry excerpts
+    # Words searched besides the query's own, for query words the index lacks (typos): as written in the notes.
+    also_searched: list[str] = field(default_factory=list)
+    corrections: list[dict[str, Any]] = field(default_factory=list)  # per typed word: {"word", "searched": [...]}
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         excerpts = self.excerpt_chars is not None
@@ -81,6 +86,9 @@ class SearchResponse:
         }
         if excerpts:
             data["excerpt_chars"] = self.excerpt_chars
+        if self.also_searched:  # only then: a query without typos keeps the JSON's exact shape
+            data["also_searched"] = self.also_searched
+            data["corrections"] = self.corrections
         return data
 
 
@@ -108,32 +116,35 @@ def parse_filter(text: str) -> Filter:
 
 
 # Function words of English and Italian (the languages of the notes this is made for).
-STOP_WORDS = frozenset("""
-a an and are as at be been but by can could did do does for from had has have how i if in into is it its
-me my no not of on or our she so than that the their them then there these they this those to was we were
-what when where which who why will with would you your
-ad agli ai al alla alle allo anche che chi ci come con da dai dal dalla dalle degli dei del della delle
-dello di e ed era gli ha hanno ho i il in la le lo ma mi ne negli nei nel nella nelle non o per più quale
-quali quando se si sono su sua sue sui sul sulla suo tra un una uno
-""".split())
+STOP_WORDS = FUNCTION_WORDS["english"] | FUNCTION_WORDS["italian"]
 
 
-def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | None:
+def query_stemmers(index_stemmer: str) -> list[Callable[[str], str]]:
+    """The stem functions a query goes through for an index built with `index_stemmer` (`auto`: Italian and English)."""
+    return [stemmer_for(language) for language in query_languages(index_stemmer)]
+
+
+def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], str]] | None = None) -> str | None:
     """A safe FTS5 MATCH expression: each word quoted, words OR-joined.
 
     Any text a person types is safe (`C++`, `#1234`, `"quoted`, `AND`, `*`):
     operators become plain words. A word that FTS5 splits into several tokens
     (`FT-2026-0412`, `l'indice`) becomes a phrase, so identifiers match whole.
-    `stem` is the index's stemmer (stemming.stemmer), applied to each token.
+    `stem` is the index's stemmer (stemming.stemmer), applied to each token;
+    several stemmers (an index of notes in several languages) give each word
+    in each one's form, OR-joined like the words.
     """
+    stems = [] if stem is None else [stem] if callable(stem) else list(stem)
     terms: list[str] = []
     content: list[str] = []
     for word in query.split():
         tokens = _TOKEN.findall(word)
         if not tokens:
             continue
-        term = '"' + " ".join(stem(t) if stem else t for t in tokens) + '"'
-        if term not in terms:
+        for one in stems or [None]:
+            term = '"' + " ".join(one(t) if one else t for t in tokens) + '"'
+            if term in terms:
+                continue
             terms.append(term)
             if len(tokens) > 1 or tokens[0].lower() not in STOP_WORDS:
                 content.append(term)
@@ -141,6 +152,26 @@ def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | Non
     # weight, but FTS5 must score every row they match. A query of only such words keeps them.
     chosen = content or terms
     return " OR ".join(chosen) if chosen else None
+
+
+# A note whose title holds every content word of a query of two or more is what a person
+# typing its title wants (Obsidian notes have no H1: the file name is the title), so the
+# BM25 of those title words counts once more; measured in docs/evaluation.md, decision 9.
+TITLE_MATCH_WEIGHT = 1.0
+
+
+def title_match(query: str, stem: Sequence[Callable[[str], str]]) -> str | None:
+    """An FTS5 expression matching chunks whose title field holds every content word of `query` (None under two words)."""
+    groups: list[str] = []
+    for word in dict.fromkeys(query.split()):
+        tokens = _TOKEN.findall(word)
+        if not tokens or (len(tokens) == 1 and tokens[0].lower() in STOP_WORDS):
+            continue
+        forms = dict.fromkeys('"' + " ".join(one(t) for t in tokens) + '"' for one in stem)
+        groups.append("(" + " OR ".join(forms) + ")")
+    if len(groups) < 2:
+        return None
+    return "{fts_title} : (" + " AND ".join(groups) + ")"
 
 
 def query_terms(query: str) -> list[str]:
@@ -158,6 +189,11 @@ def _make_preview(text: str, terms: list[str]) -> str:
             break
     flat = " ".join(" ".join(lines[start:]).split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+def _porter_form(word: str, porter: bool) -> str:
+    """`word` as a porter tokenizer stores it (itself without porter)."""
+    return spelling.index_forms(word, ("none",), porter)[0] if porter else word
 
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
@@ -341,6 +377,7 @@ class Searcher:
         self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._version: int | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._vocabulary: tuple[int, spelling.Vocabulary] | None = None  # (data version, vocabulary) for typos
 
     @property
     def store(self) -> Store:
@@ -419,11 +456,16 @@ class Searcher:
 
         store = self.store
         match = self.keyword_query(query)
+        corrections = self.corrections(query) if mode != "vector" else []
+        also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
+        whole_title = title_match(query, query_stemmers(store.stemmer()))
+        if whole_title is not None:
+            also.append((whole_title, TITLE_MATCH_WEIGHT))
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
         pool = max(int(self.settings["search.candidates"]), limit)
-        candidates = self._candidates(query, match, mode, pool, allowed)
+        candidates = self._candidates(query, match, mode, pool, allowed, also)
         weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Ties break by chunk id so the order never depends on the result count.
@@ -435,6 +477,7 @@ class Searcher:
         dropped: list[str] = []
         seen_files: set[int] = set()
         checked: dict[int, tuple[bool, str | None] | None] = {}
+        searched_forms = self._searched_forms(query, corrections)
         for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
             if not chunks and row.file_id in seen_files:
                 continue
@@ -469,7 +512,11 @@ class Searcher:
             hits.append(hit)
             if len(hits) >= limit:
                 break
-        response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
+        if candidates.use_keyword and hits:
+            self._explain_fields(hits, searched_forms)
+        response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
+                                  also_searched=[w for c in corrections for w in c.shown],
+                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections])
         if excerpt_chars is not None:
             add_excerpts(reader, response, int(excerpt_chars))
         response.seconds = time.monotonic() - started
@@ -477,10 +524,56 @@ class Searcher:
 
     def keyword_query(self, query: str) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
-        match = fts_match(query, stemmer_for(self.store.stemmer()))
+        match = fts_match(query, query_stemmers(self.store.stemmer()))
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         return match
+
+    def corrections(self, query: str) -> list[spelling.Expansion]:
+        """Index words to search besides the query's own, for query words the index lacks or nearly lacks (typos)."""
+        store = self.store
+        languages = query_languages(store.stemmer())
+        porter = store.fts_tokenizer().startswith("porter")
+        words = [w for w in dict.fromkeys(_TOKEN.findall(query)) if w.lower() not in STOP_WORDS]
+
+        def vocabulary() -> spelling.Vocabulary:
+            version = store.data_version()
+            if self._vocabulary is None or self._vocabulary[0] != version:
+                self._vocabulary = (version, spelling.Vocabulary(store.vocabulary(spelling.MIN_WORD_CHARS - 1)))
+            return self._vocabulary[1]
+
+        def surface(term: str) -> str:
+            return spelling.surface_word(term, store.texts_matching(f'"{term}"', 3), languages, porter)
+
+        return spelling.expansions(words, languages, porter, store.term_documents, vocabulary, surface)
+
+    def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
+        """Each word searched, as the index stores it (before the tokenizer's porter) → the word as typed or shown."""
+        forms: dict[str, str] = {}
+        for stem in query_stemmers(self.store.stemmer()):
+            for word in _TOKEN.findall(query):
+                if word.lower() not in STOP_WORDS:
+                    forms.setdefault(fold(stem(word)), word)
+        porter = self.store.fts_tokenizer().startswith("porter")
+        for correction in corrections:
+            for term, shown in zip(correction.terms, correction.shown):
+                forms.setdefault(term, shown)
+        return {_porter_form(form, porter): word for form, word in forms.items()}
+
+    def _explain_fields(self, hits: list[SearchHit], searched: dict[str, str]) -> None:
+        """Say in each hit's explain which keyword fields of its chunk hold which query words."""
+        porter = self.store.fts_tokenizer().startswith("porter")
+        stored = self.store.keyword_fields(hit.chunk_id for hit in hits)
+        for hit in hits:
+            if hit.explain is None:
+                continue
+            fields: dict[str, list[str]] = {}
+            for name, text in stored.get(hit.chunk_id, {}).items():
+                present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(text)}
+                words = [word for form, word in searched.items() if form in present]
+                if words:
+                    fields[name] = list(dict.fromkeys(words))
+            hit.explain["keyword"]["fields"] = {name: fields[name] for name in FIELDS if name in fields}
 
     def _rows_in_order(self, ids: list[int], wanted: int) -> Iterator[tuple[int, ChunkRow, FileRow]]:
         """(chunk id, chunk, its file) in the order of `ids`, read a batch at a time.
@@ -500,8 +593,10 @@ class Searcher:
                 if row is not None:
                     yield cid, row, files[row.file_id]
 
-    def _candidates(self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None) -> Candidates:
-        """The top `pool` chunks of each half, every one with both of its raw scores."""
+    def _candidates(
+        self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, also: Sequence[tuple[str, float]] = ()
+    ) -> Candidates:
+        """The top `pool` chunks of each half, every one with both of its raw scores (`also`: typo corrections, scaled)."""
         store = self.store
         use_vector = mode in ("hybrid", "vector")
         use_keyword = mode in ("hybrid", "bm25")
@@ -512,9 +607,9 @@ class Searcher:
             # FTS5 scores the matches on another thread while this one does the
             # vector half: both release the GIL, so the two halves overlap. The
             # connection belongs to that thread until it is done.
-            scoring = self._keyword_thread().submit(store.score_matches, match)
+            scoring = self._keyword_thread().submit(store.score_matches, match, also)
         elif use_keyword:
-            store.score_matches(match)
+            store.score_matches(match, also)
         ids, sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         try:
             if vectors is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,7 @@ class ExtractedText:
     # For PDFs: the 1-based line on which each page starts, in page order.
     page_starts: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    title: str = ""  # note_title(): frontmatter title, else first H1, else the file name made readable
 
 
 class ExtractionError(Exception):
@@ -322,6 +324,75 @@ def _json_safe(value: Any) -> Any:
     return str(value)  # dates and the like
 
 
+# A leading date in a file name (2025-01-20-, 2025_01_20 , 20250120_) is when, not what: not part of the title.
+_DATE_PREFIX = re.compile(r"^(?:\d{4}[-_.]\d{2}[-_.]\d{2}|\d{8})(?:[-_ .T]+|$)")
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+TITLE_MAX_CHARS = 200
+META_TEXT_MAX_CHARS = 4000  # frontmatter words kept for the keyword index: bounds what each chunk repeats
+
+
+def readable_name(name: str) -> str:
+    """A file or folder name as words: no extension, no leading date, `-` and `_` as spaces.
+
+    A name that is only a date (a diary's `2025-01-20.md`) keeps the date.
+    """
+    stem = name.rsplit("/", 1)[-1]
+    if "." in stem[1:]:
+        stem = stem[: stem.rindex(".")]
+    undated = _DATE_PREFIX.sub("", stem)
+    words = (undated or stem).replace("_", " ")
+    words = words if not undated else words.replace("-", " ")
+    return " ".join(words.split())
+
+
+def readable_path(rel: str) -> str:
+    """The folders and file name of a relative path, made readable (`projects/nexum/index.md` → `projects nexum index`)."""
+    return " ".join(readable_name(part) for part in rel.split("/") if part)
+
+
+def note_title(name: str, text: str, metadata: dict[str, Any]) -> str:
+    """A note's title: frontmatter `title`, else its first H1 (outside fenced code), else its file name made readable."""
+    given = metadata.get("title")
+    if isinstance(given, (str, int, float)) and str(given).strip():
+        return " ".join(str(given).split())[:TITLE_MAX_CHARS]
+    if name.lower().endswith(MARKDOWN_EXTENSIONS):
+        fence: str | None = None
+        for line in text.split("\n"):
+            opening = _FENCE.match(line)
+            if opening:
+                fence = None if fence == opening.group(1) else fence or opening.group(1)
+                continue
+            found = None if fence else _H1.match(line)
+            if found:
+                return found.group(1)[:TITLE_MAX_CHARS]
+    return readable_name(name)[:TITLE_MAX_CHARS]
+
+
+def metadata_text(metadata: dict[str, Any]) -> str:
+    """The frontmatter's values as words for the keyword index: lists joined, dates as text (so the year is a word).
+
+    Keys are left out (every note with a `client` would match "client"); the
+    title is left out too (it has its own field).
+    """
+    words: list[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                add(item)
+        elif isinstance(value, list):
+            for item in value:
+                add(item)
+        elif value is not None and not isinstance(value, bool):
+            words.append(str(value).lstrip("#"))
+
+    for key, value in metadata.items():
+        if key != "title":
+            add(value)
+    return " ".join(" ".join(words).split())[:META_TEXT_MAX_CHARS]
+
+
 def _extract_pdf(data: bytes) -> ExtractedText:
     import logging
 
@@ -362,12 +433,16 @@ def extract_bytes(name: str, data: bytes) -> ExtractedText:
     """Text, metadata and page map of a file's bytes; raises ExtractionError with the reason."""
     lower = name.lower()
     if lower.endswith(".pdf"):
-        return _extract_pdf(data)
-    text = _normalise_newlines(decode_text(data))
-    if lower.endswith(MARKDOWN_EXTENSIONS):
-        body, meta, warnings = _split_frontmatter(text)
-        return ExtractedText(text=body, metadata=meta, warnings=warnings)
-    return ExtractedText(text=text)
+        extracted = _extract_pdf(data)
+    else:
+        text = _normalise_newlines(decode_text(data))
+        if lower.endswith(MARKDOWN_EXTENSIONS):
+            body, meta, warnings = _split_frontmatter(text)
+            extracted = ExtractedText(text=body, metadata=meta, warnings=warnings)
+        else:
+            extracted = ExtractedText(text=text)
+    extracted.title = note_title(name, extracted.text, extracted.metadata)
+    return extracted
 
 
 def read_source(path: Path, max_bytes: int) -> bytes:

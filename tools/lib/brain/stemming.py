@@ -16,10 +16,61 @@ import re
 from collections.abc import Callable
 
 NONE = "none"
-# The Snowball languages people are likely to write notes in; `none` keeps words as they are.
-STEMMERS = (NONE, "italian", "english", "french", "german", "spanish", "portuguese", "dutch")
+AUTO = "auto"
+# The Snowball languages people are likely to write notes in; `none` keeps words as they are, `auto` stems
+# each file in the language it is detected to be written in (DETECTED), and matches queries both ways.
+STEMMERS = (AUTO, NONE, "italian", "english", "french", "german", "spanish", "portuguese", "dutch")
+DETECTED = ("italian", "english")  # the languages `auto` tells apart; the first is never a guess
+
+# Function words of each language: the keyword query leaves them out (search.STOP_WORDS) and
+# language detection counts them (a note's most frequent words are its function words).
+FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    "english": frozenset("""
+a an and are as at be been but by can could did do does for from had has have how i if in into is it its
+me my no not of on or our she so than that the their them then there these they this those to was we were
+what when where which who why will with would you your
+""".split()),
+    "italian": frozenset("""
+ad agli ai al alla alle allo anche che chi ci come con da dai dal dalla dalle degli dei del della delle
+dello di e ed era gli ha hanno ho i il in la le lo ma mi ne negli nei nel nella nelle non o per più quale
+quali quando se si sono su sua sue sui sul sulla suo tra un una uno
+""".split()),
+}
+# More words that only one of the languages uses often, read by detect_language only (the query's
+# stop words stay FUNCTION_WORDS: they were measured as such, docs/evaluation.md decision 6).
+_DETECTION_EXTRA: dict[str, frozenset[str]] = {
+    "english": frozenset("about after all also any because before being both each just more most much only other over "
+                         "should some such through under until very while".split()),
+    "italian": frozenset("a è ancora avere c cosa così dopo dove essere fatto già ogni perché poi quello questa questi "
+                         "questo sempre senza solo stata stato tutti tutto".split()),
+}
+# Words read to guess a file's language: its opening is enough, and bounds the work on huge files.
+DETECT_CHARS = 20_000
 _WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
 _MEMO_LIMIT = 200_000  # distinct words remembered; notes repeat their vocabulary
+
+
+def detect_language(text: str) -> str:
+    """The language of DETECTED that `text` is most likely written in: the one whose own function words it uses most.
+
+    Words both languages share ("a", "in", "i", "se"…) count for neither. A text
+    with none of them (a list of names, code) is read as English, the language
+    whose stemmer changes unknown words least.
+    """
+    it_words = FUNCTION_WORDS["italian"] | _DETECTION_EXTRA["italian"]
+    en_words = FUNCTION_WORDS["english"] | _DETECTION_EXTRA["english"]
+    italian = english = 0
+    for word in _WORD.findall(text[:DETECT_CHARS].lower()):
+        if word in it_words:
+            italian += word not in en_words
+        elif word in en_words and word not in it_words:
+            english += 1
+    return "italian" if italian > english else "english"
+
+
+def query_languages(index_stemmer: str) -> tuple[str, ...]:
+    """The stemmers a query goes through for an index built with `index_stemmer` (auto: every detected language)."""
+    return DETECTED if index_stemmer == AUTO else (index_stemmer,)
 
 
 @functools.lru_cache(maxsize=None)
@@ -27,7 +78,7 @@ def stemmer(language: str) -> Callable[[str], str]:
     """A function text → the same text with each word stemmed (identity for `none`)."""
     if language == NONE:
         return lambda text: text
-    if language not in STEMMERS:
+    if language not in STEMMERS or language == AUTO:
         raise ValueError(f"unknown stemmer {language!r}; use one of: {', '.join(STEMMERS)}")
     import snowballstemmer  # uses PyStemmer's C code when it is installed
 

@@ -1,8 +1,10 @@
 """Every SQL statement: schema, migrations, transactions and the writer lock.
 
-One SQLite file in WAL mode. `files` holds one row per indexed file, `chunks`
-its pieces with their vectors and stemmed copies of their text, `chunks_fts` an
-FTS5 index of those copies kept in sync by triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
+One SQLite file in WAL mode. `files` holds one row per indexed file (with its
+title and the language its words were stemmed in), `chunks` its pieces with
+their vectors and stemmed copies of their keyword fields (the file's title,
+frontmatter values and folder names, the chunk's heading path and text),
+`chunks_fts` an FTS5 index of those copies kept in sync by triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
 `meta` the model and chunking the vectors were made with.
 """
 
@@ -23,15 +25,33 @@ from typing import Any
 import numpy as np
 
 from .errors import BrainError
+from .stemming import AUTO as AUTO_STEMMER
 from .stemming import NONE as NO_STEMMER
+from .stemming import detect_language
 from .stemming import stemmer as stemmer_for
 
-SCHEMA_VERSION = 3  # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5
+# 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5;
+# 4: keyword fields (title, frontmatter values, folder names) and each file's title and language
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # for an index created without naming one
 STEMMER = NO_STEMMER  # for an index created without naming one
 # Tokenizers an index may be built with; the query goes through the same one.
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
+
+# The keyword fields, in FTS5 column order, with their BM25 weights. A word in a
+# note's title says more about the note than the same word in its body, and
+# FTS5's bm25() takes one weight per column. The weights were chosen by
+# measurement (docs/evaluation.md, decision 9): title and frontmatter values
+# ×4 put the note a title or an alias names first without letting one title
+# word outrank a body that uses every query word; headings ×2 as before
+# (they were a column of weight 1, repeated in every chunk under them); folder
+# names ×2: they are topics (`projects/nexum`) but also shared by many notes.
+FIELDS = ("title", "meta", "heading", "path", "body")
+FIELD_WEIGHTS = {"title": 4.0, "meta": 4.0, "heading": 2.0, "path": 2.0, "body": 1.0}
+FTS_COLUMNS = ("fts_title", "fts_meta", "fts_heading", "fts_path", "fts_text")
+# Recorded in meta: an index whose keyword fields differ is rebuilt by the next `brain index`.
+KEYWORD_FIELDS = ",".join(FIELDS)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,7 +65,9 @@ CREATE TABLE IF NOT EXISTS files (
     metadata TEXT NOT NULL DEFAULT '{}',
     status TEXT NOT NULL DEFAULT 'ok',
     warning TEXT,
-    page_starts TEXT
+    page_starts TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    language TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS files_hash ON files(hash);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -60,7 +82,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     embed_hash TEXT,
     vector BLOB,
     fts_heading TEXT NOT NULL DEFAULT '',
-    fts_text TEXT NOT NULL DEFAULT ''
+    fts_text TEXT NOT NULL DEFAULT '',
+    fts_title TEXT NOT NULL DEFAULT '',
+    fts_meta TEXT NOT NULL DEFAULT '',
+    fts_path TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 __FTS__
@@ -79,22 +104,23 @@ CREATE TABLE IF NOT EXISTS extracted_text (
 );
 """
 
-# FTS5 reads the stemmed copies (fts_heading, fts_text), kept in sync by triggers.
+# FTS5 reads the stemmed copies of the keyword fields (FTS_COLUMNS), kept in sync by triggers.
 _FTS = """
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    fts_heading, fts_text, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
+    __COLUMNS__, content='chunks', content_rowid='id', tokenize='__TOKENIZER__'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text);
+    INSERT INTO chunks_fts(rowid, __COLUMNS__) VALUES (new.id, __NEW__);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text);
+    INSERT INTO chunks_fts(chunks_fts, rowid, __COLUMNS__) VALUES ('delete', old.id, __OLD__);
 END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF fts_text, fts_heading ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text);
-    INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text);
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF __COLUMNS__ ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, __COLUMNS__) VALUES ('delete', old.id, __OLD__);
+    INSERT INTO chunks_fts(rowid, __COLUMNS__) VALUES (new.id, __NEW__);
 END;
-"""
+""".replace("__COLUMNS__", ", ".join(FTS_COLUMNS)).replace(
+    "__NEW__", ", ".join(f"new.{c}" for c in FTS_COLUMNS)).replace("__OLD__", ", ".join(f"old.{c}" for c in FTS_COLUMNS))
 
 # Schema 2 → 3: FTS5 read heading_path and text directly. The copies start as the
 # text itself (stemmer "none", what that index was built with); the next `brain index`
@@ -108,6 +134,21 @@ ALTER TABLE chunks ADD COLUMN fts_heading TEXT NOT NULL DEFAULT '';
 ALTER TABLE chunks ADD COLUMN fts_text TEXT NOT NULL DEFAULT '';
 UPDATE chunks SET fts_heading = heading_path, fts_text = text;
 """
+
+# Schema 3 → 4: FTS5 gains the title, frontmatter and folder-name fields. They start
+# empty (meta keyword_fields says so); the next `brain index` rebuilds them, vectors from the cache.
+_MIGRATE_TO_4 = """
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+DROP TABLE IF EXISTS chunks_fts;
+ALTER TABLE chunks ADD COLUMN fts_title TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN fts_meta TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN fts_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE files ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE files ADD COLUMN language TEXT NOT NULL DEFAULT '';
+"""
+MIGRATED_FIELDS = "heading,body"  # what a migrated index's keyword fields hold until rebuilt
 
 
 @dataclass(frozen=True)
@@ -124,6 +165,8 @@ class FileRow:
     status: str
     warning: str | None
     page_starts: list[int]
+    title: str = ""
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,10 +202,10 @@ def _now() -> str:
 
 def _file_row(row: Sequence[Any]) -> FileRow:
     return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
-                   json.loads(row[9]) if row[9] else [])
+                   json.loads(row[9]) if row[9] else [], row[10], row[11])
 
 
-_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts"
+_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
 
 
 def _check_foreign(path: Path) -> None:
@@ -233,17 +276,21 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                upgrading_fts = "chunks" in tables and version < 3
+                upgrading = "chunks" in tables
                 # An older index keeps its tokenizer until rebuilt, and its copies start unstemmed.
-                tokenizer = self.fts_tokenizer() if upgrading_fts else self.tokenizer
-                stemmer = NO_STEMMER if upgrading_fts else self._new_stemmer
-                if upgrading_fts:
+                tokenizer = self.fts_tokenizer() if upgrading else self.tokenizer
+                stemmer = NO_STEMMER if upgrading and version < 3 else self._new_stemmer
+                if upgrading and version < 3:
                     for statement in _split_sql(_MIGRATE_TO_3):
+                        conn.execute(statement)
+                if upgrading:
+                    for statement in _split_sql(_MIGRATE_TO_4):
                         conn.execute(statement)
                 for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
-                if upgrading_fts:
+                if upgrading:
                     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+                    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('keyword_fields', ?)", (MIGRATED_FIELDS,))
                 conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
                 # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
@@ -365,46 +412,72 @@ class Store:
         warning: str | None,
         page_starts: list[int],
         chunks: Sequence[NewChunk],
+        title: str = "",
+        meta_text: str = "",
+        path_text: str = "",
     ) -> None:
-        """Swap in a file's new chunks in one transaction: never a mix of old and new."""
+        """Swap in a file's new chunks in one transaction: never a mix of old and new.
+
+        `title`, `meta_text` (frontmatter values as words) and `path_text` (folder
+        and file names as words) are keyword fields of every chunk of the file,
+        stemmed like its text: in the index's language, or the file's own under `auto`.
+        """
+        language = self._file_language(chunks)
+        stem = stemmer_for(language)
         with self.transaction() as conn:
             row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
             values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
-                      json.dumps(page_starts) if page_starts else None)
+                      json.dumps(page_starts) if page_starts else None, title, language)
             if row:
                 file_id = row[0]
                 conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
                 conn.execute(
-                    "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=? WHERE id=?",
+                    "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=?,"
+                    " title=?, language=? WHERE id=?",
                     (*values, file_id),
                 )
             else:
                 file_id = conn.execute(
-                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts)"
-                    " VALUES (?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (path, *values),
                 ).lastrowid
-            stem = stemmer_for(self.stemmer())
+            fields = (stem(title), stem(meta_text), stem(path_text))
             conn.executemany(
                 "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"
-                " fts_heading, fts_text) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " fts_heading, fts_text, fts_title, fts_meta, fts_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line,
-                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector, stem(c.heading_path), stem(c.text))
+                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector, stem(c.heading_path), stem(c.text), *fields)
                     for seq, c in enumerate(chunks)
                 ],
             )
+
+    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
+        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
+        index_stemmer = self.stemmer()
+        if index_stemmer != AUTO_STEMMER:
+            return index_stemmer
+        return detect_language("\n".join(c.text for c in chunks[:8]))
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""
         with self.transaction() as conn:
             conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
-    def move_file(self, old: str, new: str, size: int, mtime_ns: int) -> None:
-        """Rename a file in place: its chunks and vectors are kept."""
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str | None = None, path_text: str = "") -> None:
+        """Rename a file in place: its chunks and vectors are kept; its title and folder-name fields follow the new name."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM files WHERE path = ?", (new,))
             conn.execute("UPDATE files SET path=?, size=?, mtime_ns=?, indexed_at=? WHERE path=?", (new, size, mtime_ns, _now(), old))
+            row = conn.execute("SELECT id, title, language FROM files WHERE path = ?", (new,)).fetchone()
+            if row is None:
+                return
+            title = row[1] if title is None else title
+            language = row[2] or self.stemmer()  # a file indexed before schema 4 has none recorded
+            stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
+            conn.execute("UPDATE files SET title = ? WHERE id = ?", (title, row[0]))
+            conn.execute("UPDATE chunks SET fts_title = ?, fts_path = ? WHERE file_id = ?", (stem(title), stem(path_text), row[0]))
 
     def remove_files(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -473,7 +546,7 @@ class Store:
         self.score_matches(match)
         return self.pick_matches(limit, also=also, file_ids=file_ids)
 
-    def score_matches(self, match: str) -> None:
+    def score_matches(self, match: str, also: Sequence[tuple[str, float]] = ()) -> None:
         """Score every chunk that matches with BM25, into this connection's temporary table `matches`.
 
         FTS5 scores every match anyway (to sort them), so they are scored once and
@@ -481,13 +554,23 @@ class Store:
         Python cost more than the search (2 ms at 10k chunks, 18 ms at 100k). FTS5's
         bm25() is negative (smaller is better), so it is negated here, once. A
         `rowid IN (...)` filter would make FTS5 run the whole query once per rowid.
+        `also`: further (MATCH expression, factor) pairs whose scores are added, scaled.
         """
         try:
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY, score REAL NOT NULL)")
             self.conn.execute("DELETE FROM temp.matches")
             self.conn.execute(
-                "INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+                f"INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts, {_BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (match,),
             )
+            for extra, factor in also:
+                # Another expression (typo guesses) adds its BM25 at `factor` of its weight.
+                self.conn.execute(
+                    "INSERT INTO temp.matches SELECT rowid, ? * -bm25(chunks_fts, "
+                    f"{_BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ? AND true"
+                    " ON CONFLICT(id) DO UPDATE SET score = score + excluded.score",
+                    (factor, extra),
+                )
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
 
@@ -530,6 +613,39 @@ class Store:
             matrix[done:end] = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
             done = end
         return ids[:done], file_ids[:done], matrix[:done]
+
+    def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
+        """The stemmed keyword fields of these chunks (FIELDS → text), as FTS5 reads them."""
+        ids = list(set(int(i) for i in ids))
+        out: dict[int, dict[str, str]] = {}
+        marks = ",".join("?" * len(ids))
+        if ids:
+            for r in self.conn.execute(f"SELECT id, {', '.join(FTS_COLUMNS)} FROM chunks WHERE id IN ({marks})", ids):
+                out[r[0]] = dict(zip(FIELDS, r[1:]))
+        return out
+
+    def term_documents(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each of these index terms (as FTS5's tokenizer wrote them); absent terms are left out."""
+        self._vocabulary_table()
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", list(terms)) if terms else []
+        return {r[0]: int(r[1]) for r in rows}
+
+    def vocabulary(self, min_length: int) -> list[tuple[str, int]]:
+        """Every index term of at least `min_length` characters with the number of chunks holding it."""
+        self._vocabulary_table()
+        return [(r[0], int(r[1])) for r in self.conn.execute(
+            "SELECT term, doc FROM temp.chunks_vocab WHERE length(term) >= ?", (min_length,))]
+
+    def _vocabulary_table(self) -> None:
+        # A temporary fts5vocab table: nothing in the file changes, and a read-only index works too.
+        self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)")
+
+    def texts_matching(self, match: str, limit: int) -> list[str]:
+        """The raw text of up to `limit` chunks that match an FTS5 expression (to show a word as people write it)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT c.text FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? LIMIT ?",
+            (match, limit))]
 
     def data_version(self) -> int:
         """Changes whenever another connection commits: tells a warm process to reload."""
@@ -582,6 +698,9 @@ class Store:
     def checkpoint(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+_BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS[f]) for f in FIELDS)
 
 
 def _split_sql(script: str) -> list[str]:

@@ -1,0 +1,228 @@
+"""Searching notes as notes: titles, frontmatter, folder names, each note's language, typos; status after a stemmer change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from brain import Brain
+from brain.sources import extract_bytes, metadata_text, note_title, readable_name
+from brain.stemming import detect_language
+from brain.store import Store
+from conftest import run_cli, write
+
+NOTES = {
+    # Obsidian-style: no H1, the file name is the title.
+    "help/Sync your notes across devices.md": "You can keep a vault the same on every phone and laptop you own.\n",
+    "help/Sync settings.md": "Choose which settings travel with the vault: themes, hotkeys, plugins. Sync your notes too.\n",
+    "help/Notes about devices.md": "Devices that read notes: e-readers, phones, tablets. Across the room.\n",
+    "help/Properties.md": (
+        "---\naliases: [frontmatter, YAML front matter]\ndescription: Metadata about a note, kept at its top\n"
+        "tags: [editing]\n---\nProperties are key-value pairs at the start of a file.\n"
+    ),
+    "progetti/hotel-miramare.md": (
+        "---\nclient: Hotel Miramare\nstack: [drupal, php]\nstatus: dismesso\nstarted: 2021-03-01\n---\n"
+        "# Sito dell'hotel\n\nPrenotazioni delle camere e pagine delle offerte.\n"
+    ),
+    "progetti/campeggio-pineta.md": (
+        "---\nclient: Campeggio Pineta\nstack: [flutter, firebase]\nstatus: in sviluppo\nstarted: 2025-02-10\n---\n"
+        "# App del campeggio\n\nMappa delle piazzole e prenotazione delle biciclette.\n"
+    ),
+    "progetti/agriturismo-colle.md": (
+        "---\nclient: Agriturismo Colle\nstack: [wordpress]\nstatus: attivo\nstarted: 2023-06-01\n---\n"
+        "# Sito dell'agriturismo\n\nPagine dei prodotti dell'orto e dei pranzi della domenica.\n"
+    ),
+    "diary/2025-01-20-rinnovo-certificato.md": "Il certificato è stato rinnovato a mano dopo tre tentativi falliti.\n",
+    "security/keys.md": "# Keys\n\nAll backups use encryption at rest; the encryption keys live in the vault.\n",
+    "ticket.md": "# Ticket\n\nFT-2026-0412 ERR-4821 #1234 chiuso; the runner crashed twice.\n",
+}
+
+
+def _paths(response) -> list[str]:
+    return [hit.path for hit in response.results]
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fields")
+    write(root, NOTES)
+    Brain(root).index()  # no settings at all: the defaults must suit a mixed Italian/English folder
+    return root
+
+
+@pytest.fixture(scope="module")
+def brain(notes: Path) -> Brain:
+    return Brain(notes)
+
+
+# ------------------------------------------------------------ titles
+
+
+def test_title_from_frontmatter_then_first_h1_then_the_file_name() -> None:
+    assert note_title("x.md", "# Heading\n", {"title": "  Given   title "}) == "Given title"
+    assert note_title("x.md", "\n```\n# a comment in code\n```\nText\n# Real heading #\n", {}) == "Real heading"
+    assert note_title("2025-01-20-rinnovo_certificato.md", "## Not an H1\n", {}) == "rinnovo certificato"
+    assert note_title("20250120_Piano-lavori.txt", "# not markdown\n", {}) == "Piano lavori"
+    assert note_title("2025-01-20.md", "", {}) == "2025-01-20"  # a diary page named only by its date keeps it
+    assert readable_name("Sync your notes across devices.md") == "Sync your notes across devices"
+    assert extract_bytes("Some-note.md", b"---\ntitle: From YAML\n---\nbody\n").title == "From YAML"
+
+
+def test_frontmatter_values_become_words_with_dates_as_text() -> None:
+    text = metadata_text({"aliases": ["frontmatter", "YAML front matter"], "started": "2025-02-10", "tags": ["#web"],
+                          "draft": True, "title": "has its own field", "nested": {"owner": "Anna"}})
+    assert text == "frontmatter YAML front matter 2025-02-10 web Anna"
+
+
+def test_the_exact_title_of_a_note_without_h1_ranks_it_first(brain: Brain) -> None:
+    for mode in ("bm25", "hybrid"):
+        assert _paths(brain.search("Sync your notes across devices", mode=mode))[0] == "help/Sync your notes across devices.md"
+
+
+def test_a_renamed_note_is_found_by_its_new_name(tmp_path: Path) -> None:
+    write(tmp_path, {"old-name.md": "Some text about gardening.\n", "other.md": "Nothing here.\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "old-name.md").rename(tmp_path / "Compost heap.md")
+    report = brain.index()
+    assert report.moved == [{"from": "old-name.md", "to": "Compost heap.md"}] and report.chunks_embedded == 0
+    assert _paths(brain.search("compost", mode="bm25")) == ["Compost heap.md"]
+    assert not brain.search("old name", mode="bm25").results
+
+
+# ------------------------------------------------------------ fields
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("YAML front matter", "help/Properties.md"),  # an alias
+        ("editing", "help/Properties.md"),  # a tag
+        ("metadata kept at the top", "help/Properties.md"),  # the description
+        ("progetti", "progetti/hotel-miramare.md"),  # a folder name (any of the three notes in it)
+        ("rinnovo", "diary/2025-01-20-rinnovo-certificato.md"),  # a word of the file name, date prefix gone
+        ("siti drupal dismessi", "progetti/hotel-miramare.md"),  # a status and a stack in words
+        ("app flutter ancora in sviluppo", "progetti/campeggio-pineta.md"),
+        ("lavori partiti nel 2025", "progetti/campeggio-pineta.md"),  # the year of a date
+    ],
+)
+def test_each_field_is_searchable(brain: Brain, query: str, path: str) -> None:
+    found = _paths(brain.search(query, mode="bm25"))
+    if path.startswith("progetti/") and query == "progetti":
+        assert set(found[:3]) == {p for p in NOTES if p.startswith("progetti/")}
+    else:
+        assert found[0] == path
+
+
+def test_explain_names_the_fields_that_matched(brain: Brain) -> None:
+    hit = brain.search("frontmatter editing properties", mode="bm25").results[0]
+    assert hit.path == "help/Properties.md"
+    fields = hit.explain["keyword"]["fields"]
+    assert fields["meta"] == ["frontmatter", "editing"] and fields["title"] == ["properties"]
+    done = run_cli("--root", str(brain.settings.root), "search", "drupal dismessi", "--mode", "bm25", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert "keyword fields matched: meta: drupal, dismessi" in done.stdout
+
+
+def test_frontmatter_stays_out_of_previews_excerpts_and_explain(brain: Brain) -> None:
+    root = str(brain.settings.root)
+    done = run_cli("--root", root, "search", "YAML front matter description", "--mode", "bm25", "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    hit = json.loads(done.stdout)["results"][0]
+    assert hit["path"] == "help/Properties.md"
+    assert "aliases" not in hit["preview"] and "description:" not in hit["preview"]
+    assert hit["preview"].startswith("Properties are key-value pairs")
+    assert "aliases" not in json.dumps(hit["explain"])
+    response = brain.search("YAML front matter", mode="bm25", excerpt_chars=300)
+    assert "aliases" not in response.results[0].excerpt and "Properties are" in response.results[0].excerpt
+
+
+@pytest.mark.parametrize("identifier", ["ERR-4821", "#1234", "FT-2026-0412"])
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_identifiers_still_rank_their_note_first(brain: Brain, identifier: str, mode: str) -> None:
+    assert _paths(brain.search(identifier, mode=mode))[0] == "ticket.md"
+
+
+# ------------------------------------------------------------ language
+
+
+def test_the_language_of_a_text_is_told_by_its_function_words() -> None:
+    assert detect_language("Il certificato è stato rinnovato a mano dopo tre tentativi, e non per la prima volta.") == "italian"
+    assert detect_language("All backups use encryption at rest; the keys live in the vault with the others.") == "english"
+    assert detect_language("FT-2026-0412 ERR-4821") == "english"  # nothing to tell by: the lighter stemmer
+
+
+def test_each_note_is_stemmed_in_its_own_language_without_settings(brain: Brain) -> None:
+    store = Store(brain.settings.database_path)
+    try:
+        languages = {path: row.language for path, row in store.all_files().items()}
+    finally:
+        store.close()
+    assert languages["security/keys.md"] == "english" and languages["diary/2025-01-20-rinnovo-certificato.md"] == "italian"
+    assert languages["progetti/campeggio-pineta.md"] == "italian"
+    # Italian inflections meet (rinnovato ~ rinnovare, tentativi ~ tentativo); English ones too (crashes ~ crashed).
+    assert _paths(brain.search("rinnovare certificati", mode="bm25"))[0] == "diary/2025-01-20-rinnovo-certificato.md"
+    assert _paths(brain.search("un tentativo fallito", mode="bm25"))[0] == "diary/2025-01-20-rinnovo-certificato.md"
+    assert _paths(brain.search("runner crashes", mode="bm25"))[0] == "ticket.md"
+    assert _paths(brain.search("encrypted backup", mode="bm25"))[0] == "security/keys.md"
+
+
+def test_a_forced_language_stems_every_note_that_way(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "The runner crashed twice.\n", "b.md": "Gli indici dei progetti.\n",
+                     "brain.toml": '[search]\nstemmer = "italian"\n'})
+    brain = Brain(tmp_path)
+    brain.index()
+    store = Store(brain.settings.database_path)
+    try:
+        assert {row.language for row in store.all_files().values()} == {"italian"}
+    finally:
+        store.close()
+    assert _paths(brain.search("indice progetto", mode="bm25"))[0] == "b.md"
+
+
+# ------------------------------------------------------------ typos
+
+
+def test_a_typo_is_searched_as_its_nearest_index_word(brain: Brain) -> None:
+    response = brain.search("encription", mode="bm25")
+    assert _paths(response)[0] == "security/keys.md"
+    assert response.also_searched == ["encryption"]
+    assert response.to_dict()["also_searched"] == ["encryption"]
+    assert response.to_dict()["corrections"] == [{"word": "encription", "searched": ["encryption"]}]
+    hybrid = brain.search("synchronisation encription", mode="hybrid")
+    assert "security/keys.md" in _paths(hybrid)[:3] and hybrid.also_searched == ["encryption"]
+
+
+def test_the_text_view_says_what_else_was_searched(notes: Path) -> None:
+    done = run_cli("--root", str(notes), "search", "encription keys")
+    assert done.returncode == 0, done.stderr
+    assert "also searched: encryption" in done.stdout
+
+
+def test_words_the_index_knows_and_short_words_are_not_corrected(brain: Brain) -> None:
+    assert brain.search("encryption", mode="bm25").also_searched == []
+    assert "also_searched" not in brain.search("encryption", mode="bm25").to_dict()  # the JSON keeps its shape
+    assert brain.search("kez", mode="bm25").also_searched == []  # too short to guess
+    assert brain.search("FT-2026-0413", mode="bm25").also_searched == []  # identifiers are not typos
+
+
+# ------------------------------------------------------------ status
+
+
+def test_status_does_not_call_a_stemmer_change_a_model_change(tmp_path: Path) -> None:
+    shutil.copytree(Path(__file__).parent.parent / "examples" / "brain" / "diary", tmp_path / "diary")
+    brain = Brain(tmp_path)
+    brain.index()
+    write(tmp_path, {"brain.toml": '[search]\nstemmer = "english"\n'})
+    done = run_cli("--root", str(tmp_path), "status")
+    assert done.returncode != 0 or "NOT CLEAN" in done.stdout
+    assert "model changed" not in done.stdout
+    assert "keyword index settings changed" in done.stdout and "nothing re-embedded" in done.stdout
+    data = json.loads(run_cli("--root", str(tmp_path), "status", "--json").stdout)
+    assert data["model_mismatch"] is None and "stemmer" in data["keyword_mismatch"]
+    report = Brain(tmp_path).index()
+    assert report.rebuilt and report.chunks_embedded == 0
+    assert Brain(tmp_path).status().clean

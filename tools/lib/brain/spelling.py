@@ -1,0 +1,184 @@
+"""Typos in the keyword half: a query word the index (almost) never saw is also searched as its nearest index words.
+
+The index's vocabulary is FTS5's own (an fts5vocab table over the keyword
+fields): the words as stored, already stemmed. A query word is brought to the
+same form (Snowball stem in each query language, then porter when the
+tokenizer has it); when that form is in no chunk, or in very few while a word
+one or two edits away is in many, the nearest words (Levenshtein distance ≤ 2,
+found through shared trigrams, then checked exactly) are searched too, at a
+lower weight. Short words are never corrected and middling ones by one edit
+only (max_edits): at that length two edits turn any word into many others.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .excerpt import fold
+from .stemming import stemmer as stemmer_for
+
+MIN_WORD_CHARS = 4  # shorter typed words are not corrected (`tea` is two edits from hundreds of words)
+MIN_FORM_CHARS = 5  # nor are words whose stem is shorter (`scaduto` → `scad` is one edit from `scan`)
+TWO_EDITS_FROM = 8  # stems this long may be two edits off; shorter ones one (as search engines' "auto" fuzziness)
+MAX_DISTANCE = 2  # edits (insert, delete, replace) between a typed word and a correction
+MAX_EXPANSIONS = 2  # corrections searched per word: the nearest, then the most frequent
+# A word in at most RARE_CHUNKS chunks is corrected only towards words RARE_RATIO
+# times more frequent: a rare real word (a name, a term of art) keeps its own matches.
+RARE_CHUNKS = 2
+RARE_RATIO = 20
+# The BM25 of a correction counts at this share of a typed word's: a note that
+# matches what was typed stays above one that matches only a guess.
+EXPANSION_WEIGHT = 0.5
+CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """One query word the index lacks (or nearly), and the index words searched for it."""
+
+    word: str  # as typed
+    terms: tuple[str, ...]  # index forms searched (stemmed, as FTS5 stores them)
+    shown: tuple[str, ...]  # the same as people write them, for "also searched: …"
+
+
+@functools.lru_cache(maxsize=None)
+def _porter() -> Callable[[str], str]:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter").stemWord
+
+
+def index_forms(word: str, languages: Sequence[str], porter: bool) -> list[str]:
+    """The forms `word` takes in the index (one per query language), as FTS5's tokenizer stores them."""
+    forms: list[str] = []
+    for language in languages:
+        form = fold(stemmer_for(language)(word))
+        if porter:
+            form = _porter()(form)
+        if form not in forms:
+            forms.append(form)
+    return forms
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of a and b, or limit + 1 as soon as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+def max_edits(form: str) -> int:
+    """How many edits a stem of this length may be from its correction (0: not corrected)."""
+    if len(form) < MIN_FORM_CHARS:
+        return 0
+    return MAX_DISTANCE if len(form) >= TWO_EDITS_FROM else 1
+
+
+def _trigrams(term: str) -> set[str]:
+    padded = f"^{term}$"
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+class Vocabulary:
+    """The index's words with their chunk counts, and a trigram index to find near words fast."""
+
+    def __init__(self, terms: Sequence[tuple[str, int]]) -> None:
+        """`terms`: (index word, chunks holding it)."""
+        self.terms = [t for t, _ in terms]
+        self.docs = [d for _, d in terms]
+        self.by_trigram: dict[str, list[int]] = {}
+        for index, term in enumerate(self.terms):
+            for gram in _trigrams(term):
+                self.by_trigram.setdefault(gram, []).append(index)
+
+    def nearest(self, form: str, fewer_than: int) -> list[tuple[int, int, str]]:
+        """Index words within max_edits(form) of `form` held by more than `fewer_than` chunks: (distance, -chunks, word), best first."""
+        limit = max_edits(form)
+        if not limit:
+            return []
+        grams = _trigrams(form)
+        # Each edit changes at most three trigrams: a word within reach shares at least this many.
+        needed = max(1, len(grams) - 3 * limit)
+        shared: Counter[int] = Counter()
+        for gram in grams:
+            shared.update(self.by_trigram.get(gram, ()))
+        picked = [i for i, n in shared.most_common() if n >= needed][:CANDIDATES_CHECKED]
+        found = []
+        for index in picked:
+            term, docs = self.terms[index], self.docs[index]
+            if term == form or docs <= fewer_than:
+                continue
+            distance = edit_distance(form, term, limit)
+            if distance <= limit:
+                found.append((distance, -docs, term))
+        return sorted(found)
+
+
+def expansions(
+    words: Sequence[str],
+    languages: Sequence[str],
+    porter: bool,
+    chunks_holding: Callable[[list[str]], dict[str, int]],
+    vocabulary: Callable[[], Vocabulary],
+    surface: Callable[[str], str],
+) -> list[Expansion]:
+    """The corrections to search for the query's `words` (content words only; the caller drops function words).
+
+    `chunks_holding` counts chunks per index word, `vocabulary` builds (or
+    returns the warm) Vocabulary only when some word needs it, `surface` turns
+    an index word back into a word as written.
+    """
+    wanted: list[tuple[str, list[str]]] = []
+    for word in words:
+        if len(word) < MIN_WORD_CHARS or not word.isalpha():
+            continue  # identifiers and numbers are never typos of something else
+        wanted.append((word, index_forms(word, languages, porter)))
+    if not wanted:
+        return []
+    counts = chunks_holding(sorted({f for _, forms in wanted for f in forms}))
+    out: list[Expansion] = []
+    vocab: Vocabulary | None = None
+    for word, forms in wanted:
+        held = max((counts.get(f, 0) for f in forms), default=0)
+        if held > RARE_CHUNKS:
+            continue
+        vocab = vocab or vocabulary()
+        floor = 0 if held == 0 else held * RARE_RATIO - 1
+        near: list[tuple[int, int, str]] = []
+        for form in forms:
+            near.extend(vocab.nearest(form, floor))
+        terms: list[str] = []
+        for _, _, term in sorted(near):
+            # A word FTS5's porter would change again could not be searched as it is stored.
+            if porter and _porter()(term) != term:
+                continue
+            if term not in terms and term not in forms:
+                terms.append(term)
+        if terms:
+            chosen = tuple(terms[:MAX_EXPANSIONS])
+            out.append(Expansion(word, chosen, tuple(surface(t) for t in chosen)))
+    return out
+
+
+def surface_word(term: str, texts: Sequence[str], languages: Sequence[str], porter: bool) -> str:
+    """The word of `texts` written most often whose index form is `term` (the term itself if none is)."""
+    seen: Counter[str] = Counter()
+    for text in texts:
+        for word in _TOKEN.findall(text):
+            if term in index_forms(word, languages, porter):
+                seen[word.lower()] += 1
+    return seen.most_common(1)[0][0] if seen else term
