@@ -377,7 +377,7 @@ class Searcher:
         self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._version: int | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._vocabulary: tuple[int, spelling.Vocabulary] | None = None  # (data version, vocabulary) for typos
+        self._vocabulary: tuple[int, dict[str, spelling.Vocabulary]] = (-1, {})  # (data version, by first letter) for typos
 
     @property
     def store(self) -> Store:
@@ -536,16 +536,19 @@ class Searcher:
         porter = store.fts_tokenizer().startswith("porter")
         words = [w for w in dict.fromkeys(_TOKEN.findall(query)) if w.lower() not in STOP_WORDS]
 
-        def vocabulary() -> spelling.Vocabulary:
+        def vocabulary(letter: str) -> spelling.Vocabulary:
             version = store.data_version()
-            if self._vocabulary is None or self._vocabulary[0] != version:
-                self._vocabulary = (version, spelling.Vocabulary(store.vocabulary(spelling.MIN_WORD_CHARS - 1)))
-            return self._vocabulary[1]
+            if self._vocabulary[0] != version:
+                self._vocabulary = (version, {})
+            known = self._vocabulary[1]
+            if letter not in known:
+                known[letter] = spelling.Vocabulary(store.vocabulary(letter, spelling.MIN_FORM_CHARS - spelling.MAX_DISTANCE))
+            return known[letter]
 
         def surface(term: str) -> str:
             return spelling.surface_word(term, store.texts_matching(f'"{term}"', 3), languages, porter)
 
-        return spelling.expansions(words, languages, porter, store.term_documents, vocabulary, surface)
+        return spelling.expansions(words, languages, porter, store.count_matches, vocabulary, surface)
 
     def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
         """Each word searched, as the index stores it (before the tokenizer's porter) → the word as typed or shown."""

@@ -369,11 +369,28 @@ def note_title(name: str, text: str, metadata: dict[str, Any]) -> str:
     return readable_name(name)[:TITLE_MAX_CHARS]
 
 
+# Status values people write in frontmatter, and how they say them in words in English and Italian.
+# A value equal to one of a group's words brings the whole group into the keyword index, so
+# "siti dismessi" finds `status: archived` and "projects in development" finds `stato: in sviluppo`.
+# Inflected forms are listed because a note is stemmed in one language only. Measured in
+# docs/evaluation.md, decision 11; kept to statuses: a larger thesaurus would match what nobody meant.
+STATUS_WORDS: tuple[tuple[str, ...], ...] = (
+    ("archived", "archiviato", "archiviati", "dismesso", "dismessi", "chiuso", "chiusi", "closed", "retired"),
+    ("active", "attivo", "attivi", "live"),
+    ("development", "in development", "sviluppo", "in sviluppo"),
+    ("maintenance", "manutenzione", "in manutenzione"),
+    ("paused", "on hold", "sospeso", "sospesi"),
+    ("done", "completed", "completato", "completati", "concluso", "conclusi"),
+)
+_STATUS_GROUP = {word: group for group in STATUS_WORDS for word in group}
+
+
 def metadata_text(metadata: dict[str, Any]) -> str:
     """The frontmatter's values as words for the keyword index: lists joined, dates as text (so the year is a word).
 
     Keys are left out (every note with a `client` would match "client"); the
-    title is left out too (it has its own field).
+    title is left out too (it has its own field). A status value (STATUS_WORDS)
+    brings its other words in both languages.
     """
     words: list[str] = []
 
@@ -385,7 +402,9 @@ def metadata_text(metadata: dict[str, Any]) -> str:
             for item in value:
                 add(item)
         elif value is not None and not isinstance(value, bool):
-            words.append(str(value).lstrip("#"))
+            text = str(value).lstrip("#")
+            group = _STATUS_GROUP.get(text.strip().lower())
+            words.append(" ".join(group) if group else text)
 
     for key, value in metadata.items():
         if key != "title":

@@ -6,7 +6,9 @@ same form (Snowball stem in each query language, then porter when the
 tokenizer has it); when that form is in no chunk, or in very few while a word
 one or two edits away is in many, the nearest words (Levenshtein distance ≤ 2,
 found through shared trigrams, then checked exactly) are searched too, at a
-lower weight. Short words are never corrected and middling ones by one edit
+lower weight. Only index words that begin with the typed word's first or
+second letter are read (a typo rarely hits both), so a large index is never
+read whole. Short words are never corrected and middling ones by one edit
 only (max_edits): at that length two edits turn any word into many others.
 """
 
@@ -56,14 +58,12 @@ def _porter() -> Callable[[str], str]:
 
 def index_forms(word: str, languages: Sequence[str], porter: bool) -> list[str]:
     """The forms `word` takes in the index (one per query language), as FTS5's tokenizer stores them."""
-    forms: list[str] = []
-    for language in languages:
-        form = fold(stemmer_for(language)(word))
-        if porter:
-            form = _porter()(form)
-        if form not in forms:
-            forms.append(form)
-    return forms
+    return list(dict.fromkeys(_porter()(s) if porter else s for s in stems(word, languages)))
+
+
+def stems(word: str, languages: Sequence[str]) -> list[str]:
+    """`word` stemmed in each query language: what a query hands FTS5 (its tokenizer does the rest)."""
+    return list(dict.fromkeys(fold(stemmer_for(language)(word)) for language in languages))
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -132,35 +132,29 @@ def expansions(
     words: Sequence[str],
     languages: Sequence[str],
     porter: bool,
-    chunks_holding: Callable[[list[str]], dict[str, int]],
-    vocabulary: Callable[[], Vocabulary],
+    chunks_holding: Callable[[str, int], int],
+    vocabulary: Callable[[str], Vocabulary],
     surface: Callable[[str], str],
 ) -> list[Expansion]:
     """The corrections to search for the query's `words` (content words only; the caller drops function words).
 
-    `chunks_holding` counts chunks per index word, `vocabulary` builds (or
-    returns the warm) Vocabulary only when some word needs it, `surface` turns
-    an index word back into a word as written.
+    `chunks_holding(match, cap)` counts the chunks an FTS5 expression matches,
+    up to `cap`; `vocabulary(letter)` builds (or returns the warm) Vocabulary of
+    the index words beginning with `letter`, only when some word needs it; `surface` turns an index word back into a word as written.
     """
-    wanted: list[tuple[str, list[str]]] = []
+    out: list[Expansion] = []
     for word in words:
         if len(word) < MIN_WORD_CHARS or not word.isalpha():
             continue  # identifiers and numbers are never typos of something else
-        wanted.append((word, index_forms(word, languages, porter)))
-    if not wanted:
-        return []
-    counts = chunks_holding(sorted({f for _, forms in wanted for f in forms}))
-    out: list[Expansion] = []
-    vocab: Vocabulary | None = None
-    for word, forms in wanted:
-        held = max((counts.get(f, 0) for f in forms), default=0)
+        held = chunks_holding(" OR ".join(f'"{s}"' for s in stems(word, languages)), RARE_CHUNKS + 1)
         if held > RARE_CHUNKS:
             continue
-        vocab = vocab or vocabulary()
+        forms = index_forms(word, languages, porter)
         floor = 0 if held == 0 else held * RARE_RATIO - 1
         near: list[tuple[int, int, str]] = []
         for form in forms:
-            near.extend(vocab.nearest(form, floor))
+            for letter in dict.fromkeys(form[:2]):
+                near.extend(vocabulary(letter).nearest(form, floor))
         terms: list[str] = []
         for _, _, term in sorted(near):
             # A word FTS5's porter would change again could not be searched as it is stored.

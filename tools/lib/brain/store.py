@@ -560,14 +560,14 @@ class Store:
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY, score REAL NOT NULL)")
             self.conn.execute("DELETE FROM temp.matches")
             self.conn.execute(
-                f"INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts, {_BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                f"INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts, {_bm25_weights()}) FROM chunks_fts WHERE chunks_fts MATCH ?",
                 (match,),
             )
             for extra, factor in also:
                 # Another expression (typo guesses) adds its BM25 at `factor` of its weight.
                 self.conn.execute(
                     "INSERT INTO temp.matches SELECT rowid, ? * -bm25(chunks_fts, "
-                    f"{_BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ? AND true"
+                    f"{_bm25_weights()}) FROM chunks_fts WHERE chunks_fts MATCH ? AND true"
                     " ON CONFLICT(id) DO UPDATE SET score = score + excluded.score",
                     (factor, extra),
                 )
@@ -624,18 +624,20 @@ class Store:
                 out[r[0]] = dict(zip(FIELDS, r[1:]))
         return out
 
-    def term_documents(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many chunks hold each of these index terms (as FTS5's tokenizer wrote them); absent terms are left out."""
-        self._vocabulary_table()
-        marks = ",".join("?" * len(terms))
-        rows = self.conn.execute(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", list(terms)) if terms else []
-        return {r[0]: int(r[1]) for r in rows}
+    def count_matches(self, match: str, cap: int) -> int:
+        """How many chunks match an FTS5 expression, counting no further than `cap` (a common word costs no more than a rare one)."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
 
-    def vocabulary(self, min_length: int) -> list[tuple[str, int]]:
-        """Every index term of at least `min_length` characters with the number of chunks holding it."""
+    def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
+        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
+
+        fts5vocab seeks to a range of terms, so only that part of the index is read.
+        """
         self._vocabulary_table()
         return [(r[0], int(r[1])) for r in self.conn.execute(
-            "SELECT term, doc FROM temp.chunks_vocab WHERE length(term) >= ?", (min_length,))]
+            "SELECT term, doc FROM temp.chunks_vocab WHERE term >= ? AND term < ? AND length(term) >= ?",
+            (first, first + "\U0010ffff", min_length))]
 
     def _vocabulary_table(self) -> None:
         # A temporary fts5vocab table: nothing in the file changes, and a read-only index works too.
@@ -700,7 +702,9 @@ class Store:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-_BM25_WEIGHTS = ", ".join(str(FIELD_WEIGHTS[f]) for f in FIELDS)
+def _bm25_weights() -> str:
+    """FIELD_WEIGHTS as bm25()'s arguments, in column order (read per query, so tools/bench/field_weights.py can vary them)."""
+    return ", ".join(repr(float(FIELD_WEIGHTS[f])) for f in FIELDS)
 
 
 def _split_sql(script: str) -> list[str]:
