@@ -155,23 +155,26 @@ def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], 
 
 
 # A note whose title holds every content word of a query of two or more is what a person
-# typing its title wants (Obsidian notes have no H1: the file name is the title), so the
-# BM25 of those title words counts once more; measured in docs/evaluation.md, decision 9.
+# typing its title wants (Obsidian notes have no H1: the file name is the title), so its
+# chunks' BM25 is raised by this share; measured in docs/evaluation.md, decision 9. Done on
+# the candidates in Python: a second FTS5 query over the title column cost as much as the first.
 TITLE_MATCH_WEIGHT = 1.0
 
 
-def title_match(query: str, stem: Sequence[Callable[[str], str]]) -> str | None:
-    """An FTS5 expression matching chunks whose title field holds every content word of `query` (None under two words)."""
-    groups: list[str] = []
-    for word in dict.fromkeys(query.split()):
-        tokens = _TOKEN.findall(word)
-        if not tokens or (len(tokens) == 1 and tokens[0].lower() in STOP_WORDS):
-            continue
-        forms = dict.fromkeys('"' + " ".join(one(t) for t in tokens) + '"' for one in stem)
-        groups.append("(" + " OR ".join(forms) + ")")
-    if len(groups) < 2:
-        return None
-    return "{fts_title} : (" + " AND ".join(groups) + ")"
+def title_words(query: str, index_stemmer: str, porter: bool) -> list[set[str]] | None:
+    """Each content word of `query` as the index may store it (a set of forms), or None under two content words."""
+    languages = query_languages(index_stemmer)
+    words: list[set[str]] = []
+    for word in dict.fromkeys(t.lower() for t in _TOKEN.findall(query)):
+        if word not in STOP_WORDS:
+            words.append({_porter_form(s, porter) for s in spelling.stems(word, languages)})
+    return words if len(words) >= 2 else None
+
+
+def title_holds(title: str, words: list[set[str]], porter: bool) -> bool:
+    """True when the stored (stemmed) `title` holds a form of every word."""
+    present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(title)}
+    return all(forms & present for forms in words)
 
 
 def query_terms(query: str) -> list[str]:
@@ -458,9 +461,6 @@ class Searcher:
         match = self.keyword_query(query)
         corrections = self.corrections(query) if mode != "vector" else []
         also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
-        whole_title = title_match(query, query_stemmers(store.stemmer()))
-        if whole_title is not None:
-            also.append((whole_title, TITLE_MATCH_WEIGHT))
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
@@ -634,7 +634,19 @@ class Searcher:
             if use_vector and keyword_only:
                 # Keyword-only candidates get their exact cosine too.
                 found.cosine.update(self._cosines_of(keyword_only, ids, sims))
+            self._raise_whole_titles(query, found)
         return found
+
+    def _raise_whole_titles(self, query: str, found: Candidates) -> None:
+        """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
+        porter = self.store.fts_tokenizer().startswith("porter")
+        words = title_words(query, self.store.stemmer(), porter) if TITLE_MATCH_WEIGHT else None
+        if words is None:
+            return
+        matched = [cid for cid, score in found.keyword.items() if score > 0]
+        for cid, title in self.store.chunk_titles(matched).items():
+            if title and title_holds(title, words, porter):
+                found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT
 
     def _keyword_thread(self) -> ThreadPoolExecutor:
         if self._executor is None:

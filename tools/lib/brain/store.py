@@ -624,6 +624,15 @@ class Store:
                 out[r[0]] = dict(zip(FIELDS, r[1:]))
         return out
 
+    def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]:
+        """The stemmed title field of these chunks (their file's title, as FTS5 reads it)."""
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            out.update(self.conn.execute(f"SELECT id, fts_title FROM chunks WHERE id IN ({marks})", part).fetchall())
+        return out
+
     def count_matches(self, match: str, cap: int) -> int:
         """How many chunks match an FTS5 expression, counting no further than `cap` (a common word costs no more than a rare one)."""
         return int(self.conn.execute(
