@@ -29,13 +29,15 @@ NOTES_FOLDERS: dict[str, Path] = {
 OBSIDIAN_KINDS = {"question", "keyword", "title", "alias", "typo", "italian", "cross-en-it", "cross-it-en"}
 TLDR_KINDS = {"task", "keyword", "command", "typo"}
 
-# Query file stem -> the kinds its lines may carry. The agency set is written separately and names its own
-# kinds, so any non-empty string passes there (None) until that set documents its list.
+# The agency set's kinds, as examples/agency/README.md lists them.
+AGENCY_KINDS = {"title", "cross", "metadata", "semantic", "identifier", "sector", "deep", "typo"}
+
+# Query file stem -> the kinds its lines may carry (None: any non-empty string, for a set without a list).
 KINDS: dict[str, set[str] | None] = {
     "obsidian-help": OBSIDIAN_KINDS,
     "tldr-it": TLDR_KINDS,
     "tldr-en": TLDR_KINDS,
-    "agency": None,
+    "agency": AGENCY_KINDS,
 }
 
 QUERY_FILES = sorted(p for p in JUDGED.glob("*.jsonl") if p.stem in NOTES_FOLDERS)
