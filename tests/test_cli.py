@@ -48,7 +48,7 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     stats = run_cli("--root", str(example_notes), "stats", "--json")
     data = json.loads(stats.stdout)
     assert data["files"] == 17
-    assert (data["fts_tokenizer"], data["stemmer"]) == ("porter unicode61 remove_diacritics 2", "none")
+    assert (data["fts_tokenizer"], data["stemmer"]) == ("porter unicode61 remove_diacritics 2", "auto")
     stats_text = run_cli("--root", str(example_notes), "stats")
     assert "stemmer none" in stats_text.stdout
 

@@ -70,7 +70,7 @@ def head(root: Path) -> str:
 
 def until_searchable(root: Path, word: str, started: float, timeout: float = 300.0) -> float:
     store = Store(root / ".brain" / "brain.sqlite", create=False)
-    match = fts_match(word, query_stemmers(store.stemmer()))
+    match = fts_match(word, query_stemmers(store.query_languages()))
     assert match is not None
     try:
         while time.perf_counter() - started < timeout:

@@ -192,6 +192,7 @@ class Indexer:
                 self._index_files(store, picked, existing, report, gone_rows)
                 store.remove_files(sorted(gone_rows))
                 report.removed.extend(sorted(gone_rows))
+                store.record_languages()
                 self._count_cache_use(store, report)
             finally:
                 store.close()
@@ -280,6 +281,7 @@ class Indexer:
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
+        store.record_languages()
         store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         self._count_cache_use(store, report)

@@ -22,7 +22,7 @@ from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import spelling
 from .excerpt import fold
-from .stemming import FUNCTION_WORDS, query_languages
+from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
 from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
@@ -119,9 +119,9 @@ def parse_filter(text: str) -> Filter:
 STOP_WORDS = FUNCTION_WORDS["english"] | FUNCTION_WORDS["italian"]
 
 
-def query_stemmers(index_stemmer: str) -> list[Callable[[str], str]]:
-    """The stem functions a query goes through for an index built with `index_stemmer` (`auto`: Italian and English)."""
-    return [stemmer_for(language) for language in query_languages(index_stemmer)]
+def query_stemmers(languages: Sequence[str]) -> list[Callable[[str], str]]:
+    """The stem functions of these languages (Store.query_languages: the ones a query goes through on that index)."""
+    return [stemmer_for(language) for language in languages]
 
 
 def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], str]] | None = None) -> str | None:
@@ -161,9 +161,8 @@ def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], 
 TITLE_MATCH_WEIGHT = 1.0
 
 
-def title_words(query: str, index_stemmer: str, porter: bool) -> list[set[str]] | None:
+def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[str]] | None:
     """Each content word of `query` as the index may store it (a set of forms), or None under two content words."""
-    languages = query_languages(index_stemmer)
     words: list[set[str]] = []
     for word in dict.fromkeys(t.lower() for t in _TOKEN.findall(query)):
         if word not in STOP_WORDS:
@@ -524,7 +523,7 @@ class Searcher:
 
     def keyword_query(self, query: str) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
-        match = fts_match(query, query_stemmers(self.store.stemmer()))
+        match = fts_match(query, query_stemmers(self.store.query_languages()))
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         return match
@@ -532,7 +531,7 @@ class Searcher:
     def corrections(self, query: str) -> list[spelling.Expansion]:
         """Index words to search besides the query's own, for query words the index lacks or nearly lacks (typos)."""
         store = self.store
-        languages = query_languages(store.stemmer())
+        languages = store.query_languages()
         porter = store.fts_tokenizer().startswith("porter")
         words = [w for w in dict.fromkeys(_TOKEN.findall(query)) if w.lower() not in STOP_WORDS]
 
@@ -553,7 +552,7 @@ class Searcher:
     def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
         """Each word searched, as the index stores it (before the tokenizer's porter) → the word as typed or shown."""
         forms: dict[str, str] = {}
-        for stem in query_stemmers(self.store.stemmer()):
+        for stem in query_stemmers(self.store.query_languages()):
             for word in _TOKEN.findall(query):
                 if word.lower() not in STOP_WORDS:
                     forms.setdefault(fold(stem(word)), word)
@@ -640,7 +639,7 @@ class Searcher:
     def _raise_whole_titles(self, query: str, found: Candidates) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
         porter = self.store.fts_tokenizer().startswith("porter")
-        words = title_words(query, self.store.stemmer(), porter) if TITLE_MATCH_WEIGHT else None
+        words = title_words(query, self.store.query_languages(), porter) if TITLE_MATCH_WEIGHT else None
         if words is None:
             return
         matched = [cid for cid, score in found.keyword.items() if score > 0]

@@ -28,6 +28,7 @@ from .errors import BrainError
 from .stemming import AUTO as AUTO_STEMMER
 from .stemming import NONE as NO_STEMMER
 from .stemming import detect_language
+from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
 
 # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5;
@@ -357,6 +358,16 @@ class Store:
     def last_rebuild(self) -> dict[str, Any] | None:
         raw = self.get_meta("last_rebuild_result")
         return json.loads(raw) if raw else None
+
+    def record_languages(self) -> None:
+        """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
+        found = [r[0] for r in self.conn.execute("SELECT DISTINCT language FROM files WHERE language != '' ORDER BY 1")]
+        self.set_meta({"languages": ",".join(found)})
+
+    def query_languages(self) -> tuple[str, ...]:
+        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
+        recorded = self.get_meta("languages")
+        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
 
     def stemmer(self) -> str:
         """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
