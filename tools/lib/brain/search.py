@@ -523,7 +523,7 @@ class Searcher:
 
     def keyword_query(self, query: str) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
-        match = fts_match(query, query_stemmers(self.store.query_languages(query)))
+        match = fts_match(query, query_stemmers(self.store.query_languages()))
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         return match
@@ -531,7 +531,7 @@ class Searcher:
     def corrections(self, query: str) -> list[spelling.Expansion]:
         """Index words to search besides the query's own, for query words the index lacks or nearly lacks (typos)."""
         store = self.store
-        languages = store.query_languages(query)
+        languages = store.query_languages()
         porter = store.fts_tokenizer().startswith("porter")
         words = [w for w in dict.fromkeys(_TOKEN.findall(query)) if w.lower() not in STOP_WORDS]
 
@@ -552,7 +552,7 @@ class Searcher:
     def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
         """Each word searched, as the index stores it (before the tokenizer's porter) → the word as typed or shown."""
         forms: dict[str, str] = {}
-        for stem in query_stemmers(self.store.query_languages(query)):
+        for stem in query_stemmers(self.store.query_languages()):
             for word in _TOKEN.findall(query):
                 if word.lower() not in STOP_WORDS:
                     forms.setdefault(fold(stem(word)), word)
@@ -639,7 +639,7 @@ class Searcher:
     def _raise_whole_titles(self, query: str, found: Candidates) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
         porter = self.store.fts_tokenizer().startswith("porter")
-        words = title_words(query, self.store.query_languages(query), porter) if TITLE_MATCH_WEIGHT else None
+        words = title_words(query, self.store.query_languages(), porter) if TITLE_MATCH_WEIGHT else None
         if words is None:
             return
         matched = [cid for cid, score in found.keyword.items() if score > 0]

@@ -50,33 +50,6 @@ _WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a tok
 _MEMO_LIMIT = 200_000  # distinct words remembered; notes repeat their vocabulary
 
 
-def _function_word_counts(text: str) -> tuple[int, int]:
-    """(Italian, English) function words of `text` that only that language uses."""
-    it_words = FUNCTION_WORDS["italian"] | _DETECTION_EXTRA["italian"]
-    en_words = FUNCTION_WORDS["english"] | _DETECTION_EXTRA["english"]
-    italian = english = 0
-    for word in _WORD.findall(text[:DETECT_CHARS].lower()):
-        if word in it_words:
-            italian += word not in en_words
-        elif word in en_words:
-            english += 1
-    return italian, english
-
-
-def query_language(query: str) -> str | None:
-    """The language a query is plainly written in (its function words are all of one language), else None.
-
-    "books to read about data systems" is English, and stemming it as Italian
-    too would let "data" meet Italian "dati"; "nginx SSL" says nothing.
-    """
-    italian, english = _function_word_counts(query)
-    if italian and not english:
-        return "italian"
-    if english and not italian:
-        return "english"
-    return None
-
-
 def detect_language(text: str) -> str:
     """The language of DETECTED that `text` is most likely written in: the one whose own function words it uses most.
 
@@ -84,23 +57,28 @@ def detect_language(text: str) -> str:
     with none of them (a list of names, code) is read as English, the language
     whose stemmer changes unknown words least.
     """
-    italian, english = _function_word_counts(text)
+    it_words = FUNCTION_WORDS["italian"] | _DETECTION_EXTRA["italian"]
+    en_words = FUNCTION_WORDS["english"] | _DETECTION_EXTRA["english"]
+    italian = english = 0
+    for word in _WORD.findall(text[:DETECT_CHARS].lower()):
+        if word in it_words:
+            italian += word not in en_words
+        elif word in en_words and word not in it_words:
+            english += 1
     return "italian" if italian > english else "english"
 
 
-def query_languages(index_stemmer: str, present: Sequence[str] | None = None, query: str = "") -> tuple[str, ...]:
+def query_languages(index_stemmer: str, present: Sequence[str] | None = None) -> tuple[str, ...]:
     """The stemmers a query goes through for an index built with `index_stemmer`.
 
     Under `auto`, the detected languages its files are in (`present`; all of
     DETECTED when unknown): a query's Italian forms only add noise to an index of
     English notes (SciFact: 0.6835 with English forms alone, 0.6470 with both;
-    docs/evaluation.md, decision 10). A query plainly in one of them (query_language) goes through that one only.
+    docs/evaluation.md, decision 10).
     """
     if index_stemmer != AUTO:
         return (index_stemmer,)
-    languages = tuple(language for language in DETECTED if present is None or language in present) or DETECTED
-    own = query_language(query) if len(languages) > 1 else None
-    return (own,) if own in languages else languages
+    return tuple(language for language in DETECTED if present is None or language in present) or DETECTED
 
 
 @functools.lru_cache(maxsize=None)

@@ -364,11 +364,10 @@ class Store:
         found = [r[0] for r in self.conn.execute("SELECT DISTINCT language FROM files WHERE language != '' ORDER BY 1")]
         self.set_meta({"languages": ",".join(found)})
 
-    def query_languages(self, query: str = "") -> tuple[str, ...]:
-        """The stemmers `query` goes through on this index: its stemmer, or under `auto` each language its files are in
-        (only the query's own when it is plainly written in one of them)."""
+    def query_languages(self) -> tuple[str, ...]:
+        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
         recorded = self.get_meta("languages")
-        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None, query)
+        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
 
     def stemmer(self) -> str:
         """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
