@@ -7,8 +7,9 @@ tokenizer has it); when that form is in no chunk, or in very few while a word
 one or two edits away is in many, the nearest words (Levenshtein distance ≤ 2,
 found through shared trigrams, then checked exactly) are searched too, at a
 lower weight. Only index words that begin with the typed word's first or
-second letter are read (a typo rarely hits both), so a large index is never
-read whole. Short words are never corrected and middling ones by one edit
+second letter are read, so a large index is never read whole: a wrong or
+missing first letter is not corrected (a swap of the first two letters, or an
+extra letter in front, is). Short words are never corrected and middling ones by one edit
 only (max_edits): at that length two edits turn any word into many others.
 """
 
