@@ -116,6 +116,7 @@ class Indexer:
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
         self.tokenizer = str(settings["search.fts_tokenizer"])
         self.stemmer = str(settings["search.stemmer"])
+        self._ignore_rules: sources.IgnoreRules | None = None
 
     # ------------------------------------------------------------ public
 
@@ -157,10 +158,14 @@ class Indexer:
         report = ScanReport()
         gone: list[str] = []
         seen: set[str] = set()
+        refused: set[str] = set()
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
                 report.failed.append({"path": str(raw), "reason": found.split(": ", 1)[-1]})
+                rel = self._relative(raw)
+                if rel is not None:
+                    refused.add(rel)  # e.g. a link re-pointed outside: its old text leaves the index
                 continue
             if found.rel in seen:
                 continue
@@ -182,8 +187,9 @@ class Indexer:
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
                 self._index_files(store, picked, existing, report, gone_rows)
-                store.remove_files(sorted(gone_rows))
-                report.removed.extend(sorted(gone_rows))
+                leaving = sorted(set(gone_rows) | {p for p in refused if p in existing})
+                store.remove_files(leaving)
+                report.removed.extend(leaving)
                 self._count_cache_use(store, report)
             finally:
                 store.close()
@@ -193,6 +199,20 @@ class Indexer:
         return report
 
     # ------------------------------------------------------------ internals
+
+    def _relative(self, raw: str | Path) -> str | None:
+        """`raw` as a root-relative path (how the index names files), or None outside the root."""
+        path = Path(os.path.normpath(Path.cwd() / Path(os.path.expanduser(str(raw)))))
+        try:
+            return path.relative_to(self.settings.root).as_posix()
+        except ValueError:
+            return None
+
+    def _rules(self) -> sources.IgnoreRules:
+        """Ignore rules for checking symlink targets, read once per indexer."""
+        if self._ignore_rules is None:
+            self._ignore_rules = sources.IgnoreRules(self.settings)
+        return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
         db_path = self.settings.database_path
@@ -306,9 +326,12 @@ class Indexer:
                     report.unchanged += 1
                     continue
                 try:
-                    data = sources.read_source(source.path, self.max_bytes)
+                    data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
                 except sources.ExtractionError as exc:
                     report.failed.append({"path": source.rel, "reason": str(exc)})
+                    continue
+                except FileNotFoundError:
+                    report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
                     continue
                 digest = sources.content_hash(data)
                 if row is not None and row.hash == digest:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -62,6 +63,13 @@ class TextReader:
         self.settings = settings
         self.store = store
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+        self._rules: sources.IgnoreRules | None = None  # built when a symlink first needs checking
+
+    def _get_rules(self) -> sources.IgnoreRules:
+        """The ignore rules a symlink's target is checked against (read once per reader)."""
+        if self._rules is None:
+            self._rules = sources.IgnoreRules(self.settings)
+        return self._rules
 
     def files(self) -> list[FileRow]:
         """Every indexed file, by path."""
@@ -98,15 +106,29 @@ class TextReader:
         return row.path.lower().endswith(".pdf")
 
     def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
+        """The note's path and its stat, after the checks every read makes (the index's paths are not trusted)."""
+        problem = sources.stored_path_problem(row.path)
+        if problem is not None:
+            raise TextUnavailable(f"the index holds an unsafe path ({problem}); not read. Rebuild it with `brain index --full`")
         path = self.settings.root / row.path
         try:
-            return path, path.stat()
-        except OSError:
+            real = sources.note_target(self.settings, path, self._get_rules)
+            info = os.stat(real)
+        except FileNotFoundError:
             raise FileGone("deleted since it was indexed; run `brain index`") from None
+        except sources.ExtractionError as exc:
+            raise TextUnavailable(str(exc)) from None
+        except OSError as exc:
+            raise TextUnavailable(f"cannot read file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise TextUnavailable(sources.not_regular_reason(info.st_mode))
+        return path, info
 
     def _bytes(self, path: Path) -> bytes:
         try:
-            return sources.read_source(path, self.max_bytes)
+            return sources.read_note(self.settings, path, self.max_bytes, self._get_rules)
+        except FileNotFoundError:
+            raise FileGone("deleted since it was indexed; run `brain index`") from None
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
 
@@ -146,6 +168,11 @@ class TextReader:
             candidates.append(rel)
         else:
             plain = os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/")
+            if "\\" in text and os.sep == "/":
+                # A backslash is part of a POSIX file name; as a separator only if no such note is indexed.
+                literal = os.path.normpath(text)
+                if literal != ".." and not literal.startswith("../"):
+                    candidates.append(literal)
             if plain != ".." and not plain.startswith("../"):
                 candidates.append(plain)
             from_cwd = _inside(root, Path(os.path.normpath(Path.cwd() / given)))
@@ -195,7 +222,7 @@ def _inside(root: Path, path: Path) -> str | None:
     except ValueError:
         try:
             rel = path.resolve().relative_to(root).as_posix()
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
             return None
     return None if rel in ("", ".") else rel
 
