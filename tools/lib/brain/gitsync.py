@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import json
 import os
 import shlex
 import site
@@ -48,6 +49,8 @@ _SETTINGS_END = "# --- end settings ---"
 # Above this many changed paths one scan is cheaper than looking at each path.
 MAX_NAMED_PATHS = 500
 HOOK_LOG = "hook.log"
+# The index's meta key for the commit each submodule had checked out at the last sync.
+SUBMODULES_META = "submodule_heads"
 HOOK_LOG_MAX_BYTES = 1_000_000
 
 
@@ -162,6 +165,32 @@ def commit_changes(top: Path, commit: str) -> list[Change]:
     if len(listing) < 2:
         return parse_name_status(_git(top, *_DIFF, "--root", "--no-commit-id", commit).stdout)
     return range_changes(top, listing[1], listing[0])
+
+
+def submodule_heads(top: Path) -> dict[str, str]:
+    """The commit checked out in each submodule of the work tree at `top` (path → commit); {} without submodules.
+
+    A submodule's notes change when its checked-out commit moves, which the
+    superproject's tree diff shows only as one folder entry (a gitlink), never
+    as the notes inside it.
+    """
+    if not (top / ".gitmodules").is_file():
+        return {}  # the common case costs one stat
+    out = _git(top, "config", "-z", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$", check=False)
+    heads: dict[str, str] = {}
+    for entry in out.stdout.split(b"\0"):
+        _, _, raw = entry.partition(b"\n")
+        rel = os.fsdecode(raw).strip()
+        if not rel or not (top / rel / ".git").exists():
+            continue  # not checked out (`git submodule update` not run): nothing on disk to index
+        head = head_commit(top / rel)
+        if head is not None:
+            heads[rel] = head
+    return heads
+
+
+def _moved_submodules(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    return sorted(path for path in set(recorded) | set(current) if recorded.get(path) != current.get(path))
 
 
 # ---------------------------------------------------------------- sync
@@ -289,11 +318,14 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     report.to_commit = head
     recorded: str | None = None
     mismatch: str | None = None
+    recorded_subs: dict[str, str] = {}
     if db_path.exists():
         store = Store(db_path)
         try:
             recorded = store.indexed_commit()
             mismatch = identity_mismatch(store, model_identity(embedder, settings))
+            with contextlib.suppress(ValueError, TypeError):
+                recorded_subs = dict(json.loads(store.get_meta(SUBMODULES_META) or "{}"))
         finally:
             store.close()
     report.from_commit = recorded
@@ -329,6 +361,13 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         else:
             report.action, report.reason = "diff", f"{changed}{history}"
 
+    subs = submodule_heads(top) if top is not None else {}
+    moved = _moved_submodules(recorded_subs, subs)
+    if moved and report.action in ("none", "diff"):
+        # The notes inside a submodule changed with its commit: one scan (a stat per file) finds them.
+        shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
+        report.action, report.reason = "scan", f"submodule {shown} moved to another commit"
+
     indexer = Indexer(settings, embedder)
     if report.action == "scan":
         report.scan = indexer.scan()
@@ -338,6 +377,8 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     try:
         if head is not None:
             store.record_indexed_commit(head)
+        if subs or recorded_subs:
+            store.set_meta({SUBMODULES_META: json.dumps(subs, sort_keys=True)})
         store.record_sync(_sync_record(report))
     finally:
         store.close()
