@@ -100,10 +100,17 @@ class Filter:
 
 
 def parse_filter(text: str) -> Filter:
-    """`status=active` or `status!=archived` → Filter; anything else is a usage error."""
-    match = re.fullmatch(r"\s*([^=!\s]+)\s*(!=|=)\s*(.*?)\s*", text)
-    if not match or not match.group(3):
-        raise BrainError(f"--where {text!r} is not key=value or key!=value (e.g. status!=archived)", usage=True)
+    """`status=active` or `status!=archived` → Filter; anything else is a usage error.
+
+    Other operators (`==`, `>=`, `<=`, `<>`) are refused rather than read as a
+    key or value with a stray character in it, which would silently match nothing.
+    """
+    match = re.fullmatch(r"\s*([^=!<>\s]+)\s*(!=|=)\s*(.*?)\s*", text)
+    if not match or not match.group(3) or match.group(3).startswith("="):
+        raise BrainError(
+            f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators",
+            usage=True,
+        )
     return Filter(match.group(1), match.group(3), match.group(2) == "!=")
 
 

@@ -103,6 +103,12 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path", field=field)
     root = Path(settings.root).resolve()
     candidate = root.joinpath(*parts)
+    if "\\" in text and os.sep == "/":
+        # On POSIX a backslash is a character of the name (`back\slash.md`); it is read
+        # as a separator (a Windows client's habit) only when no such file exists.
+        literal = root.joinpath(*[p for p in text.split("/") if p not in ("", ".")])
+        if os.path.lexists(literal):
+            candidate = literal
     real = Path(os.path.realpath(candidate))
     if real != root and root not in real.parents:
         raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
