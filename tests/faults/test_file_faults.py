@@ -362,3 +362,19 @@ def test_control_and_bidi_characters_in_names_are_escaped_in_text_views(tmp_path
         assert "\\u202e" in output and "\\n" in output, output
     as_json = json.loads(run_cli("--root", str(root), "grep", "marker", "--json").stdout)
     assert sorted(m["path"] for m in as_json["matches"]) == sorted(names)  # JSON keeps the real names
+
+
+def test_http_errors_name_the_input_they_are_about(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, {"a.md": "# A\n\nhello\n"})
+    assert run_cli("--root", str(root), "index").returncode == 0
+    write(root, {"new.md": "# New\n\nnot indexed yet\n"})
+    with http_server("--root", str(root)) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        unindexed = client.get("/file", params={"path": "new.md"})
+        assert unindexed.status_code == 404 and unindexed.json()["field"] == "path", unindexed.text
+        grep = client.post("/grep", json={"pattern": "x", "file": "new.md"})
+        assert grep.status_code == 404 and grep.json()["field"] == "file", grep.text
+        past = client.get("/file", params={"path": "a.md", "offset": 10_000})
+        assert past.status_code == 400 and past.json()["field"] == "offset", past.text
+        for response in (unindexed, grep, past):
+            assert set(response.json()) >= {"error", "field", "status"}

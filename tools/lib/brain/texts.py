@@ -37,6 +37,10 @@ class FileGone(TextUnavailable):
     """An indexed file that is no longer on disk."""
 
 
+class NotIndexed(BrainError):
+    """A path a person gave that names no file in the index (new, ignored or mistyped)."""
+
+
 @dataclass
 class FileText:
     """The extracted text of one indexed file as it is on disk now."""
@@ -184,7 +188,7 @@ class TextReader:
             row = self.store.get_file(rel)
             if row is not None:
                 return row
-        raise BrainError(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
+        raise NotIndexed(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
 
     def resolve_many(self, raw: str) -> tuple[list[FileRow], bool]:
         """The indexed file `raw` names (and True), or every indexed file under the folder it names (and False)."""
