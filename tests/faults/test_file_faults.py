@@ -26,7 +26,7 @@ from live_servers import brain_env, http_server
 
 SECRET = "the launch codes are 0000"
 # A regression that reads an endless file must fail the test, not exhaust the machine.
-MEMORY_CAP = 3 * 1024**3
+MEMORY_CAP = 4 * 1024**3
 
 
 def _capped() -> None:
@@ -175,12 +175,18 @@ def test_a_link_to_a_hidden_or_ignored_file_inside_the_notes_is_not_read(tmp_pat
 
 def test_planted_rows_with_absolute_or_climbing_paths_are_never_read(tmp_path: Path, secret: Path) -> None:
     root = tmp_path / "notes"
-    write(root, {"a.md": "# A\n\nthe launch checklist for the clinic\n", "b.md": "# B\n\nthe launch plan\n"})
+    write(root, {
+        "a.md": "# A\n\nthe launch checklist for the clinic\n",
+        "b.md": "# B\n\nthe launch plan\n",
+        "c.md": "# C\n\nthe launch party\n",
+    })
     assert run_cli("--root", str(root), "index").returncode == 0
+    write(root, {".git/config": f"[remote]\n  url = https://user:{SECRET}@example.com/notes\n"})
     db = sqlite3.connect(root / ".brain" / "brain.sqlite")
     with db:
         db.execute("UPDATE files SET path = ? WHERE path = 'a.md'", (str(secret),))
         db.execute("UPDATE files SET path = ? WHERE path = 'b.md'", (os.path.relpath(secret, root),))
+        db.execute("UPDATE files SET path = '.git/config' WHERE path = 'c.md'")  # inside, but hidden
     db.close()
     grep = run_cli("--root", str(root), "grep", "launch")
     search = run_cli("--root", str(root), "search", "launch", "--excerpt-chars", "300", "--json")

@@ -295,8 +295,11 @@ def stored_path_problem(rel: str) -> str | None:
         return "empty or contains a NUL byte"
     if rel.startswith("/") or os.path.isabs(rel):
         return "absolute"
-    if any(part in ("", ".", "..") for part in rel.split("/")):
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
         return "not a plain relative path (empty, '.' or '..' parts)"
+    if any(_is_hidden(part) for part in parts):
+        return "hidden (.git/, .brain/…), which brain never indexes"
     return None
 
 
