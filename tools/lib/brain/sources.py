@@ -312,6 +312,8 @@ def note_target(settings: Settings, path: Path, rules: IgnoreRules | Callable[[]
     a dangling link). `rules` (or a function giving them) is used only when a
     symlink needs checking.
     """
+    if not _links_below_root(settings.root, path):
+        return path  # no symlink on the way: `path` is already known to be under a root
     try:
         real = Path(os.path.realpath(path, strict=True))
     except OSError as exc:
@@ -319,7 +321,7 @@ def note_target(settings: Settings, path: Path, rules: IgnoreRules | Callable[[]
             raise NoteRefused("symlink loop (the links point at each other); fix or remove the link") from None
         raise
     if real == path:
-        return real  # no symlink on the way: `path` is already known to be under a root
+        return real
     if not any(real == root or root in real.parents for root in settings.root_dirs):
         raise NoteRefused("symlink leads outside the notes roots; brain reads only files inside them")
     try:
@@ -337,6 +339,28 @@ def note_target(settings: Settings, path: Path, rules: IgnoreRules | Callable[[]
     if real.is_file() and rules.is_ignored(real, is_dir=False):
         raise NoteRefused("symlink leads to an ignored file; brain does not read those")
     return real
+
+
+def _links_below_root(root: Path, path: Path) -> bool:
+    """True when a component of `path` below the (resolved) notes root is a symlink, or `path` is not plainly under it.
+
+    One lstat per component below the root: far cheaper than resolving the
+    whole path, and every note read pays it. Raises FileNotFoundError when a
+    component is missing.
+    """
+    # Strings, not pathlib: this runs for every hit of every search.
+    top, full = str(root), str(path)
+    if not full.startswith(top + os.sep):
+        return True
+    parts = full[len(top) + 1 :].split(os.sep)
+    if "" in parts or "." in parts or ".." in parts:
+        return True
+    current = top
+    for part in parts:
+        current += os.sep + part
+        if stat.S_ISLNK(os.lstat(current).st_mode):
+            return True
+    return False
 
 
 def not_regular_reason(mode: int) -> str:
@@ -360,7 +384,11 @@ def read_note(
     one, fails with the limit as its reason). Raises ExtractionError (or its
     NoteRefused) with the reason, FileNotFoundError when the note is gone.
     """
-    real = note_target(settings, path, rules)
+    return read_target(settings, note_target(settings, path, rules), max_bytes)
+
+
+def read_target(settings: Settings, real: Path, max_bytes: int) -> bytes:
+    """`read_note` for a path `note_target` has already resolved and checked (saves resolving it twice)."""
     try:
         return _read_regular(settings, real, max_bytes)
     except FileNotFoundError:

@@ -110,7 +110,10 @@ class TextReader:
         return row.path.lower().endswith(".pdf")
 
     def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
-        """The note's path and its stat, after the checks every read makes (the index's paths are not trusted)."""
+        """The note's real path (symlinks resolved) and its stat, after the checks every read makes.
+
+        The index's paths are not trusted: each is checked before it is joined to the root.
+        """
         problem = sources.stored_path_problem(row.path)
         if problem is not None:
             raise TextUnavailable(f"the index holds an unsafe path ({problem}); not read. Rebuild it with `brain index --full`")
@@ -126,11 +129,12 @@ class TextReader:
             raise TextUnavailable(f"cannot read file: {exc.strerror or exc}") from None
         if not stat.S_ISREG(info.st_mode):
             raise TextUnavailable(sources.not_regular_reason(info.st_mode))
-        return path, info
+        return real, info
 
-    def _bytes(self, path: Path) -> bytes:
+    def _bytes(self, real: Path) -> bytes:
+        """The bytes of a note whose real path `_stat` resolved and checked."""
         try:
-            return sources.read_note(self.settings, path, self.max_bytes, self._get_rules)
+            return sources.read_target(self.settings, real, self.max_bytes)
         except FileNotFoundError:
             raise FileGone("deleted since it was indexed; run `brain index`") from None
         except sources.ExtractionError as exc:
@@ -144,7 +148,7 @@ class TextReader:
             if kept is not None:
                 return FileText(row.path, kept[0], kept[1], stale=digest != row.hash)
         try:
-            extracted = sources.extract_bytes(path.name, data)
+            extracted = sources.extract_bytes(Path(row.path).name, data)  # the link's name decides the type, as at index time
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
         if is_pdf:
