@@ -18,11 +18,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
 from conftest import git, init_repo, run_cli, write
-from live_servers import brain_env, http_server
+from live_servers import brain_env, http_server, mcp_session
 
 SECRET = "the launch codes are 0000"
 # A regression that reads an endless file must fail the test, not exhaust the machine.
@@ -130,6 +131,17 @@ def test_a_link_repointed_outside_after_indexing_does_not_leak(tmp_path: Path, s
             client.post("/search", json={"query": "nginx", "excerpt_chars": 300}).text,
         ]
     no_secret(*answers)
+
+    async def over_mcp() -> list[str]:
+        async with mcp_session("--root", str(root)) as session:
+            calls = [
+                ("memory_grep", {"pattern": "launch"}),
+                ("memory_get_file", {"path": "link.md"}),
+                ("memory_search", {"query": "nginx", "excerpt_chars": 300}),
+            ]
+            return [json.dumps([c.model_dump() for c in (await session.call_tool(n, a)).content]) for n, a in calls]
+
+    no_secret(*anyio.run(over_mcp))
 
 
 def test_the_watcher_does_not_index_a_link_out_and_stops_on_sigterm(tmp_path: Path, secret: Path) -> None:
