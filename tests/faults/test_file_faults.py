@@ -396,3 +396,16 @@ def test_http_errors_name_the_input_they_are_about(tmp_path: Path) -> None:
         assert past.status_code == 400 and past.json()["field"] == "offset", past.text
         for response in (unindexed, grep, past):
             assert set(response.json()) >= {"error", "field", "status"}
+
+
+def test_refused_links_are_named_by_index_and_status(tmp_path: Path, secret: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, {"a.md": "# A\n\nhello\n"})
+    os.symlink(secret, root / "out.md")
+    os.symlink("loop.md", root / "loop.md")
+    scan = json.loads(run_cli("--root", str(root), "index", "--json").stdout)
+    warned = {item["path"]: item["reason"] for item in scan["warnings"]}
+    assert "outside" in warned["out.md"] and "loop" in warned["loop.md"], scan
+    status = json.loads(run_cli("--root", str(root), "status", "--json").stdout)
+    assert {item["path"] for item in status["unreadable"]} == {"out.md", "loop.md"}, status
+    assert status["clean"], status

@@ -97,6 +97,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
         finally:
             store.close()
     report.files_indexed = len(rows)
+    report.unreadable.extend({"path": rel, "reason": reason} for rel, reason in discovery.refused)
     report.orphaned = sorted(rel for rel in rows if rel not in on_disk)
     max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
     for rel, source in on_disk.items():

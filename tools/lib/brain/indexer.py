@@ -292,6 +292,8 @@ class Indexer:
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
+        for rel, reason in discovery.refused:  # said on every scan, so a link pulled from upstream is noticed
+            report.warnings.append({"path": rel, "reason": f"not indexed: {reason}"})
         store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         self._count_cache_use(store, report)

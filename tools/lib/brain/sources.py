@@ -46,6 +46,8 @@ class Discovery:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    # Symlinks brain will not read through (outside the roots, hidden or ignored target, loop): (path, reason).
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -215,7 +217,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
                 try:
                     note_target(settings, path, rules)
                 except NoteRefused as exc:
-                    found.skipped.append((relative_name(settings, path), str(exc)))
+                    if entry.name.lower().endswith(settings.extensions):
+                        found.refused.append((relative_name(settings, path), str(exc)))
                     continue
             if rules.is_ignored(path, is_dir=False):
                 continue
