@@ -412,6 +412,8 @@ def _too_big(size: float, max_bytes: int) -> ExtractionError:
 
 def _read_regular(settings: Settings, real: Path, max_bytes: int) -> bytes:
     info = os.stat(real, follow_symlinks=False)
+    if stat.S_ISLNK(info.st_mode):
+        raise NoteRefused("became a symlink while being read; run the command again")
     if not stat.S_ISREG(info.st_mode):
         raise NoteRefused(not_regular_reason(info.st_mode))  # never opened: opening a device can have effects
     if info.st_size > max_bytes:
