@@ -293,6 +293,34 @@ def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
     assert status["stale"] == [] and status["clean"], status
 
 
+def test_commits_and_checkouts_inside_a_submodule_reach_the_index(tmp_path: Path) -> None:
+    sub_origin = init_repo(tmp_path / "shared-notes")
+    write(sub_origin, {"shared.md": "# Shared\n\nthe first version of the shared runbook\n"})
+    git(sub_origin, "add", "-A")
+    git(sub_origin, "commit", "-q", "-m", "v1")
+    root = init_repo(tmp_path / "notes")
+    write(root, {"a.md": "# A\n\nown note\n"})
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_origin), "shared")
+    git(root, "commit", "-q", "-m", "with submodule")
+    installed = run_cli("--root", str(root), "hooks", "install", "--sync")
+    assert installed.returncode == 0, installed.stderr
+    hooks = Path(git(root / "shared", "rev-parse", "--absolute-git-dir").strip()) / "hooks"
+    assert str(hooks / "post-commit") in installed.stdout  # the submodule's own hooks folder
+    assert run_cli("--root", str(root), "sync").returncode == 0
+    sub = root / "shared"
+    write(sub, {"shared.md": "# Shared\n\nthe second version, committed inside the submodule\n"})
+    commit(sub, "v2 inside the submodule")  # only the submodule's own hooks run
+    status = json.loads(run_cli("--root", str(root), "status", "--json").stdout)
+    assert status["stale"] == [] and status["clean"], status
+    done = git_capped(sub, "checkout", "-q", "HEAD~1")  # what `git submodule update` does
+    assert done.returncode == 0, done.stderr
+    status = json.loads(run_cli("--root", str(root), "status", "--json").stdout)
+    assert status["stale"] == [] and status["clean"], status
+    removed = run_cli("--root", str(root), "hooks", "uninstall", "--json")
+    assert removed.returncode == 0, removed.stderr
+    assert not any("brain-hook" in p.read_text(errors="replace") for p in hooks.iterdir() if p.is_file())
+
+
 def test_a_backslash_in_a_file_name_is_readable_over_http(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"back\\slash.md": "# Odd\n\nbackslash note body\n"})

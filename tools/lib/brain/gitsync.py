@@ -498,23 +498,57 @@ def _check_names(names: Sequence[str]) -> list[str]:
     return list(names) or list(HOOK_NAMES)
 
 
+def hook_targets(settings: Settings, top: Path) -> list[tuple[Path, Path]]:
+    """(work tree, hooks folder) for the notes repository and each checked-out submodule inside the notes.
+
+    A commit or checkout inside a submodule runs the submodule's hooks, not the
+    superproject's: brain's hook there syncs the notes folder above it. A
+    submodule sharing the superproject's hooks folder (a global core.hooksPath)
+    is left out: one script cannot serve both.
+    """
+    targets = [(top, hooks_dir(top))]
+    seen = {targets[0][1]}
+    for rel in submodule_heads(top):
+        sub = top / rel
+        if sub != settings.root and settings.root not in sub.parents:
+            continue
+        folder = hooks_dir(sub)
+        if folder not in seen:
+            seen.add(folder)
+            targets.append((sub, folder))
+    return targets
+
+
 def install_hooks(settings: Settings, *, mode: str = "background", names: Sequence[str] = ()) -> list[HookAction]:
-    """Install brain's hooks into the notes repository (idempotent).
+    """Install brain's hooks into the notes repository and its checked-out submodules (idempotent).
 
     A foreign hook already there is kept as `<name>.legacy` and still runs,
     before brain's. Nothing is written if any hook cannot be installed cleanly.
     """
     top = _repo_top(settings)
     names = _check_names(names)
-    folder = hooks_dir(top)
-    script = render_hook(settings, top, mode)
+    targets = hook_targets(settings, top)
     # Check everything first: all hooks install, or none.
-    for name in names:
-        path, legacy = folder / name, folder / f"{name}.legacy"
-        if os.path.lexists(path) and not is_our_hook(path) and os.path.lexists(legacy):
-            raise BrainError(
-                f"{path} and {legacy} both exist and neither is brain's; merge them into one hook by hand, then install again"
-            )
+    for _, folder in targets:
+        for name in names:
+            path, legacy = folder / name, folder / f"{name}.legacy"
+            if os.path.lexists(path) and not is_our_hook(path) and os.path.lexists(legacy):
+                raise BrainError(
+                    f"{path} and {legacy} both exist and neither is brain's; merge them into one hook by hand, then install again"
+                )
+    actions: list[HookAction] = []
+    for work_tree, folder in targets:
+        actions.extend(_install_into(folder, render_hook(settings, work_tree, mode), names))
+    # The hook acts only where `.brain/` exists, so a shared core.hooksPath leaves other repos alone.
+    brain_dir = settings.root / ".brain"
+    brain_dir.mkdir(exist_ok=True)
+    ignore = brain_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return actions
+
+
+def _install_into(folder: Path, script: str, names: Sequence[str]) -> list[HookAction]:
     folder.mkdir(parents=True, exist_ok=True)
     actions: list[HookAction] = []
     for name in names:
@@ -533,21 +567,22 @@ def install_hooks(settings: Settings, *, mode: str = "background", names: Sequen
             os.chmod(tmp, 0o755)
             os.replace(tmp, path)
         actions.append(HookAction(name, str(path), action, kept or (str(legacy) if legacy.exists() else None)))
-    # The hook acts only where `.brain/` exists, so a shared core.hooksPath leaves other repos alone.
-    brain_dir = settings.root / ".brain"
-    brain_dir.mkdir(exist_ok=True)
-    ignore = brain_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
     return actions
 
 
 def uninstall_hooks(settings: Settings, *, names: Sequence[str] = ()) -> list[HookAction]:
-    """Remove brain's hooks and put back the hooks they replaced; foreign hooks are left alone."""
+    """Remove brain's hooks (submodules' too) and put back the hooks they replaced; foreign hooks are left alone."""
     top = _repo_top(settings)
-    folder = hooks_dir(top)
     actions: list[HookAction] = []
-    for name in _check_names(names):
+    names = _check_names(names)
+    for _, folder in hook_targets(settings, top):
+        actions.extend(_uninstall_from(folder, names))
+    return actions
+
+
+def _uninstall_from(folder: Path, names: Sequence[str]) -> list[HookAction]:
+    actions: list[HookAction] = []
+    for name in names:
         path, legacy = folder / name, folder / f"{name}.legacy"
         if not os.path.lexists(path):
             actions.append(HookAction(name, str(path), "absent", str(legacy) if legacy.exists() else None))
