@@ -29,6 +29,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport
+from .render import shown
 
 log = logging.getLogger("brain.watch")
 
@@ -247,5 +248,6 @@ def _report_line(report: ScanReport, scan: bool, events: int) -> str:
     what = "scan" if scan else f"{events} changed paths"
     line = f"{what}: {counts}; {report.chunks_embedded} chunks embedded in {report.seconds:.2f}s"
     for item in report.failed:
-        line += f"\n    failed {item['path']}: {item['reason']}"
+        # Escaped: a file name with a newline must not forge lines in the log.
+        line += f"\n    failed {shown(item['path'])}: {shown(item['reason'])}"
     return line
