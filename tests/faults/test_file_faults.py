@@ -99,6 +99,8 @@ def test_committed_symlinks_out_of_the_notes_are_never_indexed(repo: Path, secre
     os.symlink(os.path.relpath(secret, repo), repo / "relative.md")
     os.symlink(secret, repo / "absolute.md")
     commit(repo, "links out")  # the post-commit hook syncs in the foreground
+    log = (repo / ".brain" / "hook.log").read_text(encoding="utf-8")
+    assert "failed" in log and "relative.md" in log and "outside the notes" in log, log  # said, not silently skipped
     grep = run_cli("--root", str(repo), "grep", "launch")
     search = run_cli("--root", str(repo), "search", "launch", "--excerpt-chars", "300")
     no_secret(grep.stdout, grep.stderr, search.stdout)

@@ -277,8 +277,9 @@ def note_paths(settings: Settings, top: Path, changes: Sequence[Change]) -> tupl
             why = _scan_reason(settings, path)
             if why is not None:
                 return [], why
-            if not isinstance(sources.source_for(settings, path), str):
-                picked.append(path)
+            found = sources.source_for(settings, path)
+            if not isinstance(found, str) or isinstance(found, sources.Refused):
+                picked.append(path)  # a refused one is reported failed with its reason
     return picked, None
 
 

@@ -69,6 +69,14 @@ class NoteRefused(ExtractionError):
     """A path brain will not read: it leads outside the roots, into a hidden or ignored file, a loop or a special file."""
 
 
+class Refused(str):
+    """`source_for`'s reason for a note-named path it will not read (a symlink out, a FIFO…).
+
+    Still a str for every caller; the hooks and the watcher pass such paths on
+    so the scan report says why they were refused (and an indexed copy leaves).
+    """
+
+
 # ---------------------------------------------------------------- ignore rules
 
 
@@ -257,7 +265,7 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     except FileNotFoundError:
         return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)  # gone (or a link to nothing)
     except NoteRefused as exc:
-        return f"{raw}: {exc}"
+        return Refused(f"{raw}: {exc}")
     except OSError as exc:
         return f"{raw}: cannot read file: {exc.strerror or exc}"
     if real.is_dir():
@@ -276,7 +284,7 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     except OSError as exc:
         return f"{raw}: cannot read file: {exc.strerror or exc}"
     if not stat.S_ISREG(info.st_mode):
-        return f"{raw}: {not_regular_reason(info.st_mode)}"
+        return Refused(f"{raw}: {not_regular_reason(info.st_mode)}")
     return SourceFile(path=path, rel=rel, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 

@@ -224,7 +224,8 @@ class Watcher:
             if scan:
                 report = indexer.scan()
             else:
-                named = [p for p in paths if not isinstance(sources.source_for(self.settings, p), str)]
+                # Refused paths (a link out, a FIFO) go along so the report says why, and an indexed copy leaves.
+                named = [p for p in paths if _to_reindex(sources.source_for(self.settings, p))]
                 if not named:
                     return
                 report = indexer.reindex_paths(named)
@@ -241,6 +242,10 @@ class Watcher:
         log.info("%s", _report_line(report, scan, len(paths)))
         if self.on_report is not None:
             self.on_report(report)
+
+
+def _to_reindex(found: sources.SourceFile | str) -> bool:
+    return not isinstance(found, str) or isinstance(found, sources.Refused)
 
 
 def _report_line(report: ScanReport, scan: bool, events: int) -> str:
