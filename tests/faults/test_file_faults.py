@@ -433,9 +433,10 @@ def test_refused_links_are_named_by_index_and_status(tmp_path: Path, secret: Pat
     write(root, {"a.md": "# A\n\nhello\n"})
     os.symlink(secret, root / "out.md")
     os.symlink("loop.md", root / "loop.md")
+    os.mkfifo(root / "pipe.md")
     scan = json.loads(run_cli("--root", str(root), "index", "--json").stdout)
     warned = {item["path"]: item["reason"] for item in scan["warnings"]}
-    assert "outside" in warned["out.md"] and "loop" in warned["loop.md"], scan
+    assert "outside" in warned["out.md"] and "loop" in warned["loop.md"] and "FIFO" in warned["pipe.md"], scan
     status = json.loads(run_cli("--root", str(root), "status", "--json").stdout)
-    assert {item["path"] for item in status["unreadable"]} == {"out.md", "loop.md"}, status
+    assert {item["path"] for item in status["unreadable"]} == {"out.md", "loop.md", "pipe.md"}, status
     assert status["clean"], status

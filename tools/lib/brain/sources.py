@@ -46,7 +46,8 @@ class Discovery:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    # Symlinks brain will not read through (outside the roots, hidden or ignored target, loop): (path, reason).
+    # Note-named paths brain will not read (a symlink out of the roots, to a hidden or ignored
+    # file, or in a loop; a FIFO, socket or device): (path, reason).
     refused: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -234,6 +235,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
         except OSError:
             continue  # gone while walking, or a dangling link
         if not stat.S_ISREG(info.st_mode):
+            if entry.name.lower().endswith(settings.extensions):
+                found.refused.append((relative_name(settings, path), not_regular_reason(info.st_mode)))
             continue
         yield SourceFile(path=path, rel=relative_name(settings, path), size=info.st_size, mtime_ns=info.st_mtime_ns)
 
