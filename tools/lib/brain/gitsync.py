@@ -189,6 +189,12 @@ def submodule_heads(top: Path) -> dict[str, str]:
     return heads
 
 
+def _note_submodules(settings: Settings, top: Path) -> dict[str, str]:
+    """`submodule_heads`, only those inside the notes folder (a moved submodule elsewhere changes no note)."""
+    root = settings.root
+    return {rel: head for rel, head in submodule_heads(top).items() if (top / rel) == root or root in (top / rel).parents}
+
+
 def _moved_submodules(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
     return sorted(path for path in set(recorded) | set(current) if recorded.get(path) != current.get(path))
 
@@ -362,7 +368,7 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         else:
             report.action, report.reason = "diff", f"{changed}{history}"
 
-    subs = submodule_heads(top) if top is not None else {}
+    subs = _note_submodules(settings, top) if top is not None else {}
     moved = _moved_submodules(recorded_subs, subs)
     if moved and report.action in ("none", "diff"):
         # The notes inside a submodule changed with its commit: one scan (a stat per file) finds them.
@@ -509,10 +515,8 @@ def hook_targets(settings: Settings, top: Path) -> list[tuple[Path, Path]]:
     """
     targets = [(top, hooks_dir(top))]
     seen = {targets[0][1]}
-    for rel in submodule_heads(top):
+    for rel in _note_submodules(settings, top):
         sub = top / rel
-        if sub != settings.root and settings.root not in sub.parents:
-            continue
         folder = hooks_dir(sub)
         if folder not in seen:
             seen.add(folder)
