@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("collection", nargs="?", metavar="FOLDER", help="a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
     p.add_argument("--split", default="test", help="qrels split to use: qrels/SPLIT.tsv (default test)")
     p.add_argument("--notes", metavar="DIR", help="evaluate a notes folder instead, with --queries")
-    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths]} per line (with --notes)')
+    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths], "kind"?, "path"?} per line; with a FOLDER, relevant are corpus ids')
     p.add_argument("--modes", metavar="LIST", help="comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all)")
     p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid modes (0-1)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. search.candidates=100")

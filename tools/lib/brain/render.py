@@ -323,11 +323,26 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     )
     titles = ["mode", *METRICS.values(), "median ms"]
     rows = [[r.mode, *(f"{r.metrics[m]:.4f}" for m in METRICS), f"{r.median_ms:.1f}"] for r in report.results]
+    # Per kind of query (notes query files that name kinds): MRR@10 and R@5 per mode.
+    kinds = sorted({k for r in report.results for k in r.by_kind})
+    kind_titles = ["kind", "queries", *(f"{r.mode} {m}" for r in report.results for m in ("MRR@10", "R@5"))]
+    kind_rows = [
+        [kind, str(int(report.results[0].by_kind[kind]["queries"])),
+         *(f"{r.by_kind[kind][m]:.3f}" for r in report.results for m in ("mrr@10", "recall@5"))]
+        for kind in kinds
+    ]
     if markdown:
         out = [head, "", "| " + " | ".join(titles) + " |", "|" + "---|" + "---:|" * (len(titles) - 1)]
         out.extend("| " + " | ".join(row) + " |" for row in rows)
+        if kind_rows:
+            out.extend(["", "| " + " | ".join(kind_titles) + " |", "|" + "---|" + "---:|" * (len(kind_titles) - 1)])
+            out.extend("| " + " | ".join(row) + " |" for row in kind_rows)
         out.extend(["", tail])
         return "\n".join(out)
-    widths = [max(len(str(x)) for x in col) for col in zip(titles, *rows)]
-    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([head, line(titles), *(line(r) for r in rows), tail])
+
+    def table(heads: list[str], body: list[list[str]]) -> list[str]:
+        widths = [max(len(str(x)) for x in col) for col in zip(heads, *body)]
+        line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+        return [line(heads), *(line(r) for r in body)]
+
+    return "\n".join([head, *table(titles, rows), *(table(kind_titles, kind_rows) if kind_rows else []), tail])
