@@ -162,6 +162,7 @@ def _make_preview(text: str, terms: list[str]) -> str:
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
 SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
+COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share of query words found
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
@@ -185,6 +186,7 @@ class Candidates:
     ids: list[int] = field(default_factory=list)
     keyword: dict[int, float] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
+    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid mode)
 
 
 class Fused(NamedTuple):
@@ -251,12 +253,15 @@ def effective_weight(candidates: Candidates, vector_weight: float, ratio: float)
     not a cosine threshold, keeps full weight on collections where both halves
     are flat (many relevant documents). `ratio` 0 turns the scaling off.
     """
-    if ratio <= 0:
-        return vector_weight
-    vector, keyword = spreads(candidates)
-    if keyword <= 0:  # BM25 found nothing to compare with
-        return vector_weight
-    return vector_weight * min(1.0, vector / keyword / ratio)
+    weight = vector_weight
+    if ratio > 0:
+        vector, keyword = spreads(candidates)
+        if keyword > 0:  # else BM25 found nothing to compare with
+            weight *= min(1.0, vector / keyword / ratio)
+    # The keyword half can only speak for the query words the notes contain: a question
+    # in the other language than the notes shares almost none, so the vector half takes
+    # the weight of the words that matched nothing.
+    return 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
 
 
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
@@ -305,7 +310,7 @@ def _explain(
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
-                   "spreads": [round(x, 4) for x in spreads(candidates)]}
+                   "spreads": [round(x, 4) for x in spreads(candidates)], "keyword_coverage": round(candidates.coverage, 4)}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -426,7 +431,7 @@ class Searcher:
         candidates = self._candidates(query, match, mode, pool, allowed)
         weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
-        # Ties break by chunk id so the order never depends on the result count.
+        # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
 
         terms = [fold(t) for t in query_terms(query)]
@@ -435,9 +440,12 @@ class Searcher:
         dropped: list[str] = []
         seen_files: set[int] = set()
         checked: dict[int, tuple[bool, str | None] | None] = {}
+        raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
         for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
             if not chunks and row.file_id in seen_files:
                 continue
+            if len(hits) >= limit and fused[cid].score < raw[hits[-1].chunk_id]:
+                break
             if row.file_id not in checked:
                 checked[row.file_id] = self._freshness(reader, file_row)
             fresh = checked[row.file_id]
@@ -467,8 +475,10 @@ class Searcher:
                 explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
             )
             hits.append(hit)
-            if len(hits) >= limit:
-                break
+            raw[cid] = part.score
+        # Equal scores (duplicate texts in different files) are ordered by path, so the
+        # order is the same in every index of the same notes, whatever the insertion order.
+        hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
         response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
         if excerpt_chars is not None:
             add_excerpts(reader, response, int(excerpt_chars))
@@ -522,6 +532,9 @@ class Searcher:
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
+        if use_keyword and use_vector:
+            terms = re.findall(r'"[^"]*"', match)  # fts_match quotes every term
+            found.coverage = store.terms_found(terms) / len(terms)
         if use_keyword:
             # Vector candidates get their real BM25 score too (0 when no query word is in them).
             matches, of_vector = store.pick_matches(pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))

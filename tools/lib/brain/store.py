@@ -491,6 +491,16 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
 
+    def terms_found(self, terms: list[str]) -> int:
+        """How many of these FTS5 terms (each a quoted word or phrase) match at least one chunk."""
+        found = 0
+        try:
+            for term in terms:
+                found += self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (term,)).fetchone() is not None
+        except sqlite3.OperationalError as exc:
+            raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
+        return found
+
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
