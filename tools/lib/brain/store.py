@@ -165,17 +165,31 @@ def _file_row(row: Sequence[Any]) -> FileRow:
 _FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts"
 
 
-def _check_foreign(path: Path) -> None:
-    """Refuse a file at the database path that is not an SQLite database of ours."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if not header.startswith(b"SQLite format 3\x00"):
-        raise BrainError(f"{path} is not an SQLite database; move it away or set `database` in brain.toml to another path")
-    app_id = int.from_bytes(header[68:72], "big")
-    if app_id not in (0, APPLICATION_ID):
-        raise BrainError(f"{path} is an SQLite database of another program; set `database` in brain.toml to another path")
+# SQLite result codes (the low byte of sqlite3.Error.sqlite_errorcode) that say the file
+# itself is not a usable database. Every other failure (a full disk, no permission, a
+# lock held too long) says nothing about the file: it must never be called damaged.
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    """True when SQLite found the file itself broken or not a database, not when it could not use it."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:  # no code: judge by SQLite's own words
+        return "malformed" in str(exc) or "not a database" in str(exc)
+    return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+
+
+def _open_failure(path: Path, exc: sqlite3.Error) -> BrainError:
+    """The one-line error for an index SQLite could not open or read."""
+    if getattr(exc, "sqlite_errorcode", None) is not None and exc.sqlite_errorcode & 0xFF == _SQLITE_NOTADB:
+        return BrainError(f"{path} is not an SQLite database (or its header is damaged); "
+                          "move it away or set `database` in brain.toml to another path")
+    if _is_damage(exc):
+        return BrainError(f"{path} is damaged or not an index ({exc}); delete it and run `brain index` to rebuild")
+    # The file may be perfectly good: say what failed, never "delete it".
+    return BrainError(f"cannot use the index at {path} ({exc}); it was left as it is: "
+                      "free disk space or fix the folder's permissions, then try again")
 
 
 class Store:
@@ -190,8 +204,11 @@ class Store:
         self._new_stemmer = stemmer or STEMMER
         if self.tokenizer not in FTS_TOKENIZERS:
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
+        # The file is never opened here outside SQLite: closing any other descriptor of it
+        # would drop the POSIX locks SQLite holds on it for this process's other
+        # connections (a server's warm one), and the next process would then believe
+        # itself alone and delete the -wal and -shm under them. SQLite reads the header.
         try:
-            _check_foreign(path)
             if not path.exists():
                 if not create:
                     raise BrainError(f"no index at {path}; run `brain index` first")
@@ -203,8 +220,10 @@ class Store:
             self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA busy_timeout = 30000")
             self._prepare(readonly)
-        except sqlite3.DatabaseError as exc:
-            raise BrainError(f"{path} is damaged or not an index ({exc}); delete it and run `brain index` to rebuild") from None
+        except sqlite3.Error as exc:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            raise _open_failure(path, exc) from None
 
     @staticmethod
     def _ignore_in_git(folder: Path) -> None:
@@ -219,7 +238,7 @@ class Store:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if app_id == 0 and tables:
+        if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
             raise BrainError(f"{self.path} is an SQLite database of another program; set `database` in brain.toml to another path")
         if version > SCHEMA_VERSION:
             raise BrainError(

@@ -1,0 +1,125 @@
+"""Faults of the index file itself, the nightly rebuild and the long-running servers, with real processes.
+
+Each test reproduces one finding of the reliability review (F1, F12, F13, F14,
+F15; see docs/reliability.md) against the real `brain` command, the real HTTP
+and MCP servers on loopback, real git hooks and real file systems: a small
+tmpfs for a full disk, an unprivileged user for an unreadable folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from conftest import git, init_repo, run_cli, write
+from live_servers import brain_env, http_server, mcp_session
+
+OLD_WORD = "zanzibarquokka"
+NEW_WORD = "xylofonmarmot"
+
+
+def make_notes(root: Path, extra: dict[str, str] | None = None) -> Path:
+    """A small notes folder in a git repo with one commit, and its index built by `brain index`."""
+    init_repo(root)
+    write(root, {
+        "travel/alps.md": f"# Alps\n\nThe {OLD_WORD} was seen on the ridge above the hut, day three.\n",
+        "work/nginx.md": "# Nginx\n\nThe SSL certificate of the clinic server renews on the first of the month.\n",
+        "work/laravel.md": "# Laravel\n\nQueues and jobs for the clinic booking project.\n",
+        **(extra or {}),
+    })
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    done = run_cli("--root", str(root), "index")
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def integrity(db: Path) -> str:
+    """PRAGMA integrity_check of the index, read by a connection of this process's own (opened and closed here)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return ";".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
+    finally:
+        conn.close()
+
+
+def paths_of(answer: dict[str, Any]) -> list[str]:
+    return [hit["path"] for hit in answer["results"]]
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], fragment: str) -> str:
+    """The command failed with one `brain:` line naming the problem, and no traceback."""
+    assert done.returncode != 0, done.stdout
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    assert "Traceback" not in done.stderr, done.stderr
+    assert lines and lines[-1].startswith("brain:") and fragment in lines[-1], done.stderr
+    return lines[-1]
+
+
+# ---------------------------------------------------------------- F1: a server's SQLite locks
+
+
+def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
+    """/search, /file, then a CLI `brain index` and a `/scan`: the index stays intact and the server answers."""
+    notes = make_notes(tmp_path / "notes")
+    db = notes / ".brain" / "brain.sqlite"
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        assert paths_of(client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()) == ["travel/alps.md"]
+        # /file opens the index for one request, beside the search's long-lived connection.
+        assert client.get("/file", params={"path": "work/nginx.md"}).status_code == 200
+        write(notes, {"travel/alps.md": f"# Alps\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+        done = run_cli("--root", str(notes), "index")
+        assert done.returncode == 0, done.stderr
+        answer = client.post("/search", json={"query": NEW_WORD, "mode": "bm25"})
+        assert answer.status_code == 200, answer.text
+        assert paths_of(answer.json()) == ["travel/alps.md"]
+        write(notes, {"work/new.md": f"# New\n\nAnother {NEW_WORD} note.\n"})
+        scanned = client.post("/scan", json={})
+        assert scanned.status_code == 200, scanned.text
+        assert scanned.json()["added"] == ["work/new.md"]
+        assert client.post("/search", json={"query": "certificate", "mode": "bm25"}).status_code == 200
+    assert integrity(db) == "ok"
+    verified = run_cli("--root", str(notes), "status", "--verify", "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert '"clean": true' in verified.stdout
+
+
+def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
+    """memory_search, memory_get_file, a CLI `brain index`, memory_scan: integrity_check stays ok on disk."""
+    import json
+
+    notes = make_notes(tmp_path / "notes")
+    db = notes / ".brain" / "brain.sqlite"
+
+    async def scenario() -> None:
+        async with mcp_session("--root", str(notes), log=tmp_path / "mcp.log") as session:
+            found = await session.call_tool("memory_search", {"query": OLD_WORD, "mode": "bm25"})
+            assert not found.is_error, found.content
+            assert paths_of(json.loads(found.content[0].text)) == ["travel/alps.md"]
+            read = await session.call_tool("memory_get_file", {"path": "work/nginx.md"})
+            assert not read.is_error, read.content
+            write(notes, {"travel/alps.md": f"# Alps\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+            done = await anyio.to_thread.run_sync(lambda: run_cli("--root", str(notes), "index"))
+            assert done.returncode == 0, done.stderr
+            write(notes, {"work/new.md": f"# New\n\nAnother {NEW_WORD} note.\n"})
+            scanned = await session.call_tool("memory_scan", {})
+            assert not scanned.is_error, scanned.content
+            found = await session.call_tool("memory_search", {"query": NEW_WORD, "mode": "bm25"})
+            assert not found.is_error, found.content
+            assert sorted(paths_of(json.loads(found.content[0].text))) == ["travel/alps.md", "work/new.md"]
+            assert integrity(db) == "ok"
+
+    anyio.run(scenario)
+    assert integrity(db) == "ok"
