@@ -123,3 +123,59 @@ def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Pa
 
     anyio.run(scenario)
     assert integrity(db) == "ok"
+
+
+# ---------------------------------------------------------------- F13: an index replaced under a server
+
+
+def delete_index(notes: Path) -> None:
+    """What a person does to start over: remove the index files by hand."""
+    for path in (notes / ".brain").glob("brain.sqlite*"):
+        if not path.name.endswith(".lock"):
+            path.unlink()
+
+
+def test_f13_http_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> None:
+    notes = make_notes(tmp_path / "notes")
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        assert paths_of(client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()) == ["travel/alps.md"]
+        delete_index(notes)
+        gone = client.post("/search", json={"query": OLD_WORD, "mode": "bm25"})
+        assert gone.status_code != 200 and "brain index" in gone.json()["error"], gone.text
+        write(notes, {"travel/alps.md": f"# Alps\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+        done = run_cli("--root", str(notes), "index")
+        assert done.returncode == 0, done.stderr
+        for mode in ("bm25", "hybrid"):
+            answer = client.post("/search", json={"query": NEW_WORD, "mode": mode})
+            assert answer.status_code == 200, answer.text
+            assert paths_of(answer.json())[0] == "travel/alps.md"
+        assert client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()["results"] == []
+        # A full rebuild while the server runs reaches it too.
+        write(notes, {"work/new.md": f"# New\n\nA second {NEW_WORD} note.\n"})
+        full = run_cli("--root", str(notes), "index", "--full")
+        assert full.returncode == 0, full.stderr
+        assert sorted(paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json())) == [
+            "travel/alps.md", "work/new.md"]
+    assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
+
+
+def test_f13_mcp_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> None:
+    import json
+
+    notes = make_notes(tmp_path / "notes")
+
+    async def scenario() -> None:
+        async with mcp_session("--root", str(notes), log=tmp_path / "mcp.log") as session:
+            found = await session.call_tool("memory_search", {"query": OLD_WORD, "mode": "bm25"})
+            assert paths_of(json.loads(found.content[0].text)) == ["travel/alps.md"]
+            delete_index(notes)
+            write(notes, {"travel/alps.md": f"# Alps\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+            done = await anyio.to_thread.run_sync(lambda: run_cli("--root", str(notes), "index", "--full"))
+            assert done.returncode == 0, done.stderr
+            found = await session.call_tool("memory_search", {"query": NEW_WORD, "mode": "bm25"})
+            assert not found.is_error, found.content
+            assert paths_of(json.loads(found.content[0].text)) == ["travel/alps.md"]
+            stale = await session.call_tool("memory_search", {"query": OLD_WORD, "mode": "bm25"})
+            assert json.loads(stale.content[0].text)["results"] == []
+
+    anyio.run(scenario)

@@ -192,6 +192,15 @@ def _open_failure(path: Path, exc: sqlite3.Error) -> BrainError:
                       "free disk space or fix the folder's permissions, then try again")
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when nothing is there; a stat, never an open."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 class Store:
     """One open index database."""
 
@@ -216,14 +225,29 @@ class Store:
                 self._ignore_in_git(path.parent)
         except OSError as exc:
             raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
-        try:
-            self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA busy_timeout = 30000")
-            self._prepare(readonly)
-        except sqlite3.Error as exc:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            raise _open_failure(path, exc) from None
+        for attempt in range(3):
+            before = _file_identity(path)
+            try:
+                self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+                self.conn.execute("PRAGMA busy_timeout = 30000")
+                self._prepare(readonly)
+            except sqlite3.Error as exc:
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+                raise _open_failure(path, exc) from None
+            # The file this connection reads, by device and inode: `replaced` compares the path with it.
+            self.identity = _file_identity(path)
+            if before is None or before == self.identity or attempt == 2:
+                break
+            self.conn.close()  # replaced while opening: open the file that is there now
+
+    def replaced(self) -> bool:
+        """True when the path no longer names the file this connection reads (deleted, or another file put there).
+
+        A long-lived reader (a server) checks this before each request and reopens:
+        SQLite itself keeps reading the old file, from its own descriptors, for good.
+        """
+        return _file_identity(self.path) != self.identity
 
     @staticmethod
     def _ignore_in_git(folder: Path) -> None:
