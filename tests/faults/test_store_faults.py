@@ -179,3 +179,55 @@ def test_f13_mcp_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> 
             assert json.loads(stale.content[0].text)["results"] == []
 
     anyio.run(scenario)
+
+
+# ---------------------------------------------------------------- F15: a note replaced by a folder of its name
+
+
+def search_json(notes: Path, query: str, mode: str = "bm25") -> dict[str, Any]:
+    import json
+
+    done = run_cli("--root", str(notes), "search", query, "--mode", mode, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_hook(tmp_path: Path) -> None:
+    notes = make_notes(tmp_path / "notes")
+    installed = run_cli("--root", str(notes), "hooks", "install", "--sync")
+    assert installed.returncode == 0, installed.stderr
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        assert paths_of(client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()) == ["travel/alps.md"]
+        git(notes, "rm", "-q", "travel/alps.md")
+        write(notes, {"travel/alps.md/day-one.md": f"# Day one\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+        git(notes, "add", "-A")
+        committed = subprocess.run(["git", "commit", "-q", "-m", "a folder instead"], cwd=notes, capture_output=True, text=True)
+        assert committed.returncode == 0, committed.stderr
+        log = (notes / ".brain" / "hook.log").read_text(encoding="utf-8")
+        assert "post-commit" in log, log
+        # The text of the old note exists nowhere any more: no door may answer with it.
+        for mode in ("bm25", "hybrid"):
+            answer = client.post("/search", json={"query": OLD_WORD, "mode": mode})
+            assert answer.status_code == 200, answer.text
+            assert all(OLD_WORD not in hit["preview"] for hit in answer.json()["results"]), answer.text
+            assert "travel/alps.md" not in paths_of(answer.json())
+        assert paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json()) == ["travel/alps.md/day-one.md"]
+    assert search_json(notes, OLD_WORD)["results"] == []
+    verified = run_cli("--root", str(notes), "status", "--verify", "--json")
+    assert verified.returncode == 0 and '"clean": true' in verified.stdout, verified.stdout
+
+
+def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path: Path) -> None:
+    """Before any sync has run: the index still has the note, the disk has a folder; search drops it."""
+    notes = make_notes(tmp_path / "notes")
+    (notes / "travel" / "alps.md").unlink()
+    write(notes, {"travel/alps.md/day-one.md": "# Day one\n\nFog on the pass.\n"})
+    answer = search_json(notes, OLD_WORD)
+    assert answer["results"] == [] and answer["dropped"] == ["travel/alps.md"], answer
+    # Named by hand, the old path leaves the index too.
+    done = run_cli("--root", str(notes), "reindex", "travel/alps.md", "--json", cwd=notes)
+    assert done.returncode == 0, done.stderr + done.stdout
+    import json
+
+    assert json.loads(done.stdout)["removed"] == ["travel/alps.md"], done.stdout
+    assert search_json(notes, OLD_WORD)["dropped"] == []

@@ -223,8 +223,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
 def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     """The SourceFile for one path given by a person, or the reason it does not belong.
 
-    A path that no longer exists but sits inside a root comes back as a SourceFile
-    with size -1, so the caller can remove it from the index.
+    A path that no longer exists (or is now a folder) but sits inside a root comes
+    back as a SourceFile with size -1, so the caller can remove it from the index.
     """
     path = Path(os.path.expanduser(str(raw)))
     if not path.is_absolute():
@@ -241,10 +241,10 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         return f"{raw}: hidden files and folders are not indexed"
     if not path.name.lower().endswith(settings.extensions):
         return f"{raw}: not a note type ({', '.join(settings.extensions)})"
-    if not path.exists():
+    if not path.exists() or path.is_dir():
+        # A folder where a note was (`a.md/` replacing `a.md`) means that note is gone:
+        # its row must leave the index, or search would go on quoting text that no longer exists.
         return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)
-    if path.is_dir():
-        return f"{raw}: is a folder; give files, or run `brain index` for everything"
     rules = IgnoreRules(settings)
     folder = path.parent
     while folder != settings.root and settings.root in folder.parents:

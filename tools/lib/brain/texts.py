@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -100,9 +101,13 @@ class TextReader:
     def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
         path = self.settings.root / row.path
         try:
-            return path, path.stat()
+            info = path.stat()
         except OSError:
             raise FileGone("deleted since it was indexed; run `brain index`") from None
+        if stat.S_ISDIR(info.st_mode):
+            # The note was replaced by a folder of its name: its indexed text exists nowhere now.
+            raise FileGone("now a folder, no longer a note; run `brain index`")
+        return path, info
 
     def _bytes(self, path: Path) -> bytes:
         try:
