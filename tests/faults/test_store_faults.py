@@ -231,3 +231,72 @@ def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path
 
     assert json.loads(done.stdout)["removed"] == ["travel/alps.md"], done.stdout
     assert search_json(notes, OLD_WORD)["dropped"] == []
+
+
+# ---------------------------------------------------------------- F14: a folder that cannot be listed
+
+# Tests run as root, who reads any folder: the child drops the two capabilities that let it.
+WITHOUT_DAC = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
+
+
+def run_without_dac(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`brain ARGS` as a real process that file permissions apply to (root without CAP_DAC_*), or a skip."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed: cannot run a child that permissions apply to")
+    command = [setpriv, *WITHOUT_DAC, sys.executable, "-m", "brain", *args]
+    return subprocess.run(command, cwd=cwd, env=brain_env(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def locked_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder with mode 000 that a process without CAP_DAC_* really cannot list (skips where that cannot be made)."""
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    folder.chmod(0)
+    try:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is not installed: cannot run a child that permissions apply to")
+        probe = subprocess.run([setpriv, *WITHOUT_DAC, sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"],
+                               capture_output=True, text=True, timeout=60)
+        if "PermissionError" not in probe.stderr:
+            pytest.skip(f"a folder with mode 000 stays readable here (setpriv: {probe.stderr.strip()[-200:] or 'listed it'})")
+    finally:
+        folder.chmod(0o755)
+    yield tmp_path
+
+
+def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locked_folder: Path) -> None:
+    import json
+
+    notes = make_notes(locked_folder / "notes")
+    work = notes / "work"
+    work.chmod(0)
+    try:
+        scan = run_without_dac("--root", str(notes), "index", "--json")
+        assert scan.returncode == 0, scan.stderr
+        report = json.loads(scan.stdout)
+        assert report["removed"] == [], report
+        assert sorted(f["path"] for f in report["failed"]) == ["work/laravel.md", "work/nginx.md"], report
+        assert all("permission denied" in f["reason"].lower() for f in report["failed"]), report
+        status = run_without_dac("--root", str(notes), "status", "--json")
+        assert status.returncode != 0, status.stdout
+        facts = json.loads(status.stdout)
+        assert facts["clean"] is False and facts["unlisted"], facts
+        assert facts["orphaned"] == [], facts
+        text = run_without_dac("--root", str(notes), "status")
+        assert text.stdout.startswith("NOT CLEAN") and "work" in text.stdout, text.stdout
+        # Named one by one (as the hooks do), they fail with the reason and stay too.
+        named = run_without_dac("--root", str(notes), "reindex", str(work / "nginx.md"), "--json")
+        assert "Traceback" not in named.stderr, named.stderr
+        assert named.returncode == 1 and json.loads(named.stdout)["removed"] == [], named.stdout
+        # Search still finds them, from the index, marked stale: they were not removed.
+        found = run_without_dac("--root", str(notes), "search", "certificate", "--mode", "bm25", "--json")
+        assert found.returncode == 0, found.stderr
+        assert paths_of(json.loads(found.stdout)) == ["work/nginx.md"], found.stdout
+    finally:
+        work.chmod(0o755)
+    again = run_cli("--root", str(notes), "index", "--json")
+    assert json.loads(again.stdout)["counts"] == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "removed": 0, "failed": 0}
+    assert '"clean": true' in run_cli("--root", str(notes), "status", "--verify", "--json").stdout

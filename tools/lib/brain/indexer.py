@@ -268,7 +268,15 @@ class Indexer:
         store.set_meta(wanted)
         existing = store.all_files()
         on_disk = {f.rel for f in discovery.files}
-        gone = {path: row for path, row in existing.items() if path not in on_disk}
+        gone = {}
+        for path, row in existing.items():
+            if path in on_disk:
+                continue
+            hidden = discovery.hides(path)
+            if hidden is None:
+                gone[path] = row
+            else:  # not seen is not gone: an unreadable folder keeps its notes, reported failed
+                report.failed.append({"path": path, "reason": hidden})
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))

@@ -102,8 +102,11 @@ class TextReader:
         path = self.settings.root / row.path
         try:
             info = path.stat()
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             raise FileGone("deleted since it was indexed; run `brain index`") from None
+        except OSError as exc:
+            # There but unreadable (a folder without permission): not gone, the index keeps its copy.
+            raise TextUnavailable(f"cannot read: {str(exc.strerror or exc).lower()}") from None
         if stat.S_ISDIR(info.st_mode):
             # The note was replaced by a folder of its name: its indexed text exists nowhere now.
             raise FileGone("now a folder, no longer a note; run `brain index`")
