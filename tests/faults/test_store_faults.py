@@ -300,3 +300,115 @@ def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locke
     again = run_cli("--root", str(notes), "index", "--json")
     assert json.loads(again.stdout)["counts"] == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "removed": 0, "failed": 0}
     assert '"clean": true' in run_cli("--root", str(notes), "status", "--verify", "--json").stdout
+
+
+# ---------------------------------------------------------------- F12: a full disk during the nightly rebuild
+
+
+def bulky_notes(root: Path, count: int = 300) -> Path:
+    """Notes that make an index of about 10 MB while embedding only eight texts (every note repeats them)."""
+    import random
+
+    rng = random.Random(12)
+    words = "alpine ridge hut fog pass certificate server clinic booking queue jobs nginx backup restic sourdough".split()
+    sections = [f"## Section {i}\n\n{' '.join(rng.choice(words) for _ in range(120))}\n" for i in range(8)]
+    text = f"# Note\n\nThe {OLD_WORD} log.\n\n" + "\n".join(sections)
+    write(root, {f"d{n % 10}/note{n:03d}.md": text for n in range(count)})
+    done = run_cli("--root", str(root), "index")
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def disk_usage(folder: Path) -> int:
+    """Bytes the notes under `folder` take on a tmpfs (whole pages), the index left out."""
+    return sum(-(-p.stat().st_size // 4096) * 4096 + 4096 for p in folder.rglob("*") if ".brain" not in p.parts)
+
+
+@contextlib.contextmanager
+def small_disk(where: Path, size: int) -> Iterator[Path]:
+    """A real tmpfs of `size` bytes mounted at `where` (skips with the reason where mounting is not allowed)."""
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}); the disk-full trials need root")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def rebuild_leftovers(notes: Path) -> list[str]:
+    return sorted(p.name for p in (notes / ".brain").iterdir() if ".rebuild" in p.name)
+
+
+def test_f12_disk_full_while_building_keeps_the_old_index_and_cleans_up(tmp_path: Path) -> None:
+    import json
+
+    source = bulky_notes(tmp_path / "source")
+    live = (source / ".brain" / "brain.sqlite").stat().st_size
+    # Room for the notes and the index, and a third of another index: the new one cannot be built.
+    with small_disk(tmp_path / "disk", disk_usage(source) + live + live // 3) as disk:
+        notes = Path(shutil.copytree(source, disk / "notes"))
+        for command in (["schedule", "--once"], ["index", "--full"]):
+            done = run_cli("--root", str(notes), *command)
+            assert done.returncode != 0, done.stdout + done.stderr
+            assert "Traceback" not in done.stderr, done.stderr
+            assert rebuild_leftovers(notes) == [], command
+            if command[0] == "index":
+                line = one_line_error(done, "the old index")
+                assert "disk is full" in line, line
+            else:
+                log = (notes / ".brain" / "schedule.log").read_text(encoding="utf-8")
+                assert "nightly rebuild failed" in log and "the old index" in log, log
+        assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
+        found = run_cli("--root", str(notes), "search", OLD_WORD, "--mode", "bm25", "--json", "--limit", "3")
+        assert found.returncode == 0, found.stderr  # never "damaged … delete it"
+        assert len(json.loads(found.stdout)["results"]) == 3
+        status = run_cli("--root", str(notes), "status", "--json")
+        assert status.returncode == 0, status.stdout + status.stderr
+        facts = json.loads(status.stdout)
+        assert facts["clean"] and facts["last_rebuild"]["ok"] is False, facts
+
+
+def test_f12_disk_full_in_the_final_copy_keeps_the_old_index_under_a_running_server(tmp_path: Path) -> None:
+    source = bulky_notes(tmp_path / "source")
+    live = (source / ".brain" / "brain.sqlite").stat().st_size
+    # The new index fits beside the old one; copying it into the live file (its WAL) does not.
+    with small_disk(tmp_path / "disk", disk_usage(source) + live + live * 17 // 10) as disk:
+        notes = Path(shutil.copytree(source, disk / "notes"))
+        db = notes / ".brain" / "brain.sqlite"
+        inode = db.stat().st_ino
+        with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+            assert client.post("/search", json={"query": OLD_WORD, "mode": "bm25", "limit": 3}).status_code == 200
+            write(notes, {"extra.md": f"# Extra\n\nA {NEW_WORD} note.\n"})
+            done = run_cli("--root", str(notes), "index", "--full")
+            line = one_line_error(done, "the old index")
+            assert "copied" in line and "disk is full" in line, line
+            assert db.stat().st_ino == inode  # never renamed over the file the server reads
+            assert rebuild_leftovers(notes) == []
+            answer = client.post("/search", json={"query": OLD_WORD, "mode": "bm25", "limit": 3})
+            assert answer.status_code == 200 and len(answer.json()["results"]) == 3, answer.text
+            assert integrity(db) == "ok"
+        assert integrity(db) == "ok"
+
+
+def test_f12_rebuild_into_an_index_of_another_page_size_is_copied_in_place(tmp_path: Path) -> None:
+    """The final copy never falls back to renaming over the live file, which a server would keep reading."""
+    notes = make_notes(tmp_path / "notes")
+    db = notes / ".brain" / "brain.sqlite"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("PRAGMA page_size = 8192")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA journal_mode = WAL")
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+    conn.close()
+    inode = db.stat().st_ino
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        assert paths_of(client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()) == ["travel/alps.md"]
+        write(notes, {"work/new.md": f"# New\n\nA {NEW_WORD} note.\n"})
+        done = run_cli("--root", str(notes), "index", "--full")
+        assert done.returncode == 0, done.stderr
+        assert db.stat().st_ino == inode
+        assert paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json()) == ["work/new.md"]
+    assert integrity(db) == "ok"

@@ -205,10 +205,18 @@ class Store:
     """One open index database."""
 
     def __init__(
-        self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
+        self,
+        path: Path,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        tokenizer: str | None = None,
+        stemmer: str | None = None,
+        page_size: int | None = None,
     ) -> None:
-        """Open (or create) the index at `path`; `tokenizer` and `stemmer` are used only when the index is created."""
+        """Open (or create) the index at `path`; `tokenizer`, `stemmer` and `page_size` are used only when it is created."""
         self.path = path
+        self._new_page_size = page_size
         self.tokenizer = tokenizer or FTS_TOKENIZER
         self._new_stemmer = stemmer or STEMMER
         if self.tokenizer not in FTS_TOKENIZERS:
@@ -271,6 +279,9 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         if readonly:
             return
+        if self._new_page_size and version == 0 and not tables:
+            # Only a new, empty file takes a page size (before WAL fixes it for good).
+            conn.execute(f"PRAGMA page_size = {int(self._new_page_size)}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -573,6 +584,10 @@ class Store:
             matrix[done:end] = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
             done = end
         return ids[:done], file_ids[:done], matrix[:done]
+
+    def page_size(self) -> int:
+        """The page size of this database file, in bytes."""
+        return int(self.conn.execute("PRAGMA page_size").fetchone()[0])
 
     def data_version(self) -> int:
         """Changes whenever another connection commits: tells a warm process to reload."""
