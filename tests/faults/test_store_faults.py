@@ -412,3 +412,34 @@ def test_f12_rebuild_into_an_index_of_another_page_size_is_copied_in_place(tmp_p
         assert db.stat().st_ino == inode
         assert paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json()) == ["work/new.md"]
     assert integrity(db) == "ok"
+
+
+@pytest.mark.parametrize("command", [["index"], ["index", "--full"]])
+def test_f13_only_the_main_file_deleted_under_a_server(tmp_path: Path, command: list[str]) -> None:
+    """`rm brain.sqlite` leaves the server's -wal and -shm: the new index must not be read through them."""
+    notes = make_notes(tmp_path / "notes")
+    db = notes / ".brain" / "brain.sqlite"
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+        assert paths_of(client.post("/search", json={"query": OLD_WORD, "mode": "bm25"}).json()) == ["travel/alps.md"]
+        assert Path(f"{db}-shm").exists()
+        db.unlink()
+        write(notes, {"travel/alps.md": f"# Alps\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
+        done = run_cli("--root", str(notes), *command)
+        assert done.returncode == 0, done.stderr
+        assert integrity(db) == "ok"
+        for query, wanted in ((NEW_WORD, ["travel/alps.md"]), (OLD_WORD, []), ("certificate", ["work/nginx.md"])):
+            answer = client.post("/search", json={"query": query, "mode": "bm25"})
+            assert answer.status_code == 200, answer.text
+            assert paths_of(answer.json()) == wanted
+        write(notes, {"work/new.md": f"# New\n\nA second {NEW_WORD} note.\n"})
+        assert client.post("/scan", json={}).json()["added"] == ["work/new.md"]
+    assert integrity(db) == "ok"
+    verified = run_cli("--root", str(notes), "status", "--verify", "--json")
+    assert '"clean": true' in verified.stdout, verified.stdout
+
+
+def test_f1_an_index_named_like_a_note_is_refused(tmp_path: Path) -> None:
+    """A database path the walk would read as a note would be opened outside SQLite: refused in the settings."""
+    write(tmp_path, {"a.md": "# A\n\napple\n", "brain.toml": 'database = "index.md"\n'})
+    one_line_error(run_cli("--root", str(tmp_path), "index"), "database")
+    assert not (tmp_path / "index.md").exists()

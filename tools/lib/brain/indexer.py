@@ -232,7 +232,8 @@ class Indexer:
             fresh = Store(fresh_path, tokenizer=self.tokenizer, stemmer=self.stemmer, page_size=page_size)
             try:
                 if db_path.exists():
-                    self._copy_cache(fresh, db_path)
+                    # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
+                    fresh.import_embedding_cache(db_path)
                 report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
                 fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
                 fresh.checkpoint()
@@ -279,36 +280,23 @@ class Indexer:
         if db_path.exists():
             live = Store(db_path)  # a foreign or damaged file stops the rebuild here, untouched
             try:
-                source = sqlite3.connect(str(fresh_path), isolation_level=None)
-                try:
-                    source.backup(live.conn)
-                except sqlite3.Error as exc:
-                    raise BrainError(
-                        f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
-                        "as it was and the new one removed; free disk space and run `brain index --full` again"
-                    ) from None
-                finally:
-                    source.close()
-                live.checkpoint()
+                live.copy_from(fresh_path)
+            except sqlite3.Error as exc:
+                raise BrainError(
+                    f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
+                    "as it was and the new one removed; free disk space and run `brain index --full` again"
+                ) from None
             finally:
                 live.close()
             remove_rebuild_files(db_path)
             return
+        # No live index: a -wal or -shm left beside its path (the index deleted by hand) would be
+        # read as part of the new file. Only the rebuild, under the writer lock, creates it now.
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(db_path) + suffix)
         os.replace(fresh_path, db_path)
         remove_rebuild_files(db_path)
-
-    @staticmethod
-    def _copy_cache(fresh: Store, old_path: Path) -> None:
-        # Vectors already computed are reused by the new database: a rebuild re-embeds nothing it knows.
-        try:
-            fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
-            with fresh.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM old.embedding_cache")
-        except sqlite3.Error:
-            pass  # an unreadable old index only costs re-embedding
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                fresh.conn.execute("DETACH DATABASE old")
 
     def _scan_into(self, store: Store, discovery: sources.Discovery, wanted: dict[str, str]) -> ScanReport:
         report = ScanReport(model=self.embedder.identity, database=str(store.path))

@@ -585,6 +585,21 @@ class Store:
             done = end
         return ids[:done], file_ids[:done], matrix[:done]
 
+    def copy_from(self, other: Path) -> None:
+        """Make this database a copy of the one at `other`, in one write transaction (SQLite's backup API).
+
+        Readers see all of the old contents or all of the new, and a connection
+        kept open elsewhere (a server's) sees the new ones at its next read. On
+        failure (a full disk) the transaction rolls back: nothing changed.
+        Raises sqlite3.Error.
+        """
+        source = sqlite3.connect(str(other), isolation_level=None)
+        try:
+            source.backup(self.conn)
+        finally:
+            source.close()
+        self.checkpoint()
+
     def page_size(self) -> int:
         """The page size of this database file, in bytes."""
         return int(self.conn.execute("PRAGMA page_size").fetchone()[0])
