@@ -9,12 +9,12 @@ tmpfs for a full disk, an unprivileged user for an unreadable folder.
 from __future__ import annotations
 
 import contextlib
-import os
+import json
+import random
 import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,8 +98,6 @@ def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: P
 
 def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
     """memory_search, memory_get_file, a CLI `brain index`, memory_scan: integrity_check stays ok on disk."""
-    import json
-
     notes = make_notes(tmp_path / "notes")
     db = notes / ".brain" / "brain.sqlite"
 
@@ -160,8 +158,6 @@ def test_f13_http_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) ->
 
 
 def test_f13_mcp_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> None:
-    import json
-
     notes = make_notes(tmp_path / "notes")
 
     async def scenario() -> None:
@@ -185,8 +181,6 @@ def test_f13_mcp_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> 
 
 
 def search_json(notes: Path, query: str, mode: str = "bm25") -> dict[str, Any]:
-    import json
-
     done = run_cli("--root", str(notes), "search", query, "--mode", mode, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -227,8 +221,6 @@ def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path
     # Named by hand, the old path leaves the index too.
     done = run_cli("--root", str(notes), "reindex", "travel/alps.md", "--json", cwd=notes)
     assert done.returncode == 0, done.stderr + done.stdout
-    import json
-
     assert json.loads(done.stdout)["removed"] == ["travel/alps.md"], done.stdout
     assert search_json(notes, OLD_WORD)["dropped"] == []
 
@@ -268,8 +260,6 @@ def locked_folder(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locked_folder: Path) -> None:
-    import json
-
     notes = make_notes(locked_folder / "notes")
     work = notes / "work"
     work.chmod(0)
@@ -307,8 +297,6 @@ def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locke
 
 def bulky_notes(root: Path, count: int = 300) -> Path:
     """Notes that make an index of about 10 MB while embedding only eight texts (every note repeats them)."""
-    import random
-
     rng = random.Random(12)
     words = "alpine ridge hut fog pass certificate server clinic booking queue jobs nginx backup restic sourdough".split()
     sections = [f"## Section {i}\n\n{' '.join(rng.choice(words) for _ in range(120))}\n" for i in range(8)]
@@ -342,8 +330,6 @@ def rebuild_leftovers(notes: Path) -> list[str]:
 
 
 def test_f12_disk_full_while_building_keeps_the_old_index_and_cleans_up(tmp_path: Path) -> None:
-    import json
-
     source = bulky_notes(tmp_path / "source")
     live = (source / ".brain" / "brain.sqlite").stat().st_size
     # Room for the notes and the index, and a third of another index: the new one cannot be built.

@@ -123,6 +123,13 @@ def _reason(exc: BaseException) -> str:
     return text
 
 
+def _retry(exc: BaseException) -> str:
+    """What to do after a failed rebuild: free space first when the disk was full."""
+    if _reason(exc) == "the disk is full":
+        return "free disk space (a rebuild needs about twice the index's size) and run `brain index --full` again"
+    return "run `brain index --full` again"
+
+
 def _progress(total: int, label: str, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
@@ -244,7 +251,7 @@ class Indexer:
             remove_rebuild_files(db_path)
             raise BrainError(
                 f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
-                "partial new one removed; free disk space and run `brain index --full` again"
+                f"partial new one removed; {_retry(exc)}"
             ) from None
         except BaseException:
             # Left behind, a partial rebuild would keep a full disk full until the next one.
@@ -284,7 +291,7 @@ class Indexer:
             except sqlite3.Error as exc:
                 raise BrainError(
                     f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
-                    "as it was and the new one removed; free disk space and run `brain index --full` again"
+                    f"as it was and the new one removed; {_retry(exc)}"
                 ) from None
             finally:
                 live.close()
