@@ -359,8 +359,13 @@ def test_f12_disk_full_while_building_keeps_the_old_index_and_cleans_up(tmp_path
 def test_f12_disk_full_in_the_final_copy_keeps_the_old_index_under_a_running_server(tmp_path: Path) -> None:
     source = bulky_notes(tmp_path / "source")
     live = (source / ".brain" / "brain.sqlite").stat().st_size
-    # The new index fits beside the old one; copying it into the live file (its WAL) does not.
-    with small_disk(tmp_path / "disk", disk_usage(source) + live + live * 17 // 10) as disk:
+    # Building the new index needs its own size plus up to ~4.2 MB of write-ahead log (SQLite checkpoints
+    # at 1,000 pages); copying it into the live file needs its size again, in the live file's log. Free
+    # space halfway between the two leaves the same margin on both sides.
+    wal_peak = 4_400_000
+    assert live > 2 * wal_peak, f"the bulky notes made only a {live} byte index: the build and the copy need apart"
+    free = live + (live + wal_peak) // 2
+    with small_disk(tmp_path / "disk", disk_usage(source) + live + free) as disk:
         notes = Path(shutil.copytree(source, disk / "notes"))
         db = notes / ".brain" / "brain.sqlite"
         inode = db.stat().st_ino
