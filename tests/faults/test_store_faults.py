@@ -209,6 +209,7 @@ def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_
     assert search_json(notes, OLD_WORD)["results"] == []
     verified = run_cli("--root", str(notes), "status", "--verify", "--json")
     assert verified.returncode == 0 and '"clean": true' in verified.stdout, verified.stdout
+    assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
 
 def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path: Path) -> None:
@@ -223,6 +224,7 @@ def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path
     assert done.returncode == 0, done.stderr + done.stdout
     assert json.loads(done.stdout)["removed"] == ["travel/alps.md"], done.stdout
     assert search_json(notes, OLD_WORD)["dropped"] == []
+    assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
 
 # ---------------------------------------------------------------- F14: a folder that cannot be listed
@@ -290,6 +292,7 @@ def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locke
     again = run_cli("--root", str(notes), "index", "--json")
     assert json.loads(again.stdout)["counts"] == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "removed": 0, "failed": 0}
     assert '"clean": true' in run_cli("--root", str(notes), "status", "--verify", "--json").stdout
+    assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
 
 # ---------------------------------------------------------------- F12: a full disk during the nightly rebuild
