@@ -191,6 +191,10 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("max_file_mb", "must be positive")
     if not values["roots"]:
         raise bad("roots", "must name at least one folder")
+    note_types = tuple("." + str(e).lower().lstrip(".") for e in values["extensions"])
+    if str(values["database"]).lower().endswith(note_types):
+        # Read as a note, the index file would be opened outside SQLite (dropping its locks).
+        raise bad("database", "must not end like a note type (.md, .txt, …); name it e.g. brain.sqlite")
     if values["ask.budget_chars"] < 200:
         raise bad("ask.budget_chars", "must be at least 200")
     if values["ask.max_files"] < 1:

@@ -239,9 +239,12 @@ def status_text(report: Any) -> str:
         verdict = f"clean: the index matches the files ({how})"
     else:
         problems = [f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)]
+        if report.unlisted:
+            problems.append(f"{len(report.unlisted)} unreadable folder{'' if len(report.unlisted) == 1 else 's'}")
         if report.model_mismatch:
             problems.append("model changed")
-        verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); run `brain index` to fix"
+        fix = "make the folders readable, then run `brain index`" if report.unlisted else "run `brain index` to fix"
+        verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
         verdict,
         f"root        {report.root}",
@@ -252,6 +255,8 @@ def status_text(report: Any) -> str:
         f"orphaned    {len(report.orphaned)}  (indexed, gone from disk)",
     ]
     lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
+    for item in report.unlisted:
+        lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {item['path']}: {item['reason']}" for item in report.unreadable[:20]]

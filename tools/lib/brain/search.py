@@ -363,6 +363,19 @@ class Searcher:
             self._executor.shutdown()
             self._executor = None
 
+    def follow_replaced(self) -> None:
+        """Drop the open index when its file was deleted or replaced, so the next read opens the one there now.
+
+        A rebuild copies into the live file and is seen at once; but an index
+        deleted and made again, or renamed into place, is another file, and the
+        connection would go on reading the old one (or a deleted one) for good.
+        """
+        if self._store is not None and self._store.replaced():
+            self._store.close()
+            self._store = None
+            self._vectors = None
+            self._version = None
+
     def _check_identity(self, store: Store) -> None:
         built = store.get_meta("model")
         if built is None:
@@ -422,6 +435,7 @@ class Searcher:
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
+        self.follow_replaced()  # once per query, before any read: the keyword thread never sees a swap
         store = self.store
         match = self.keyword_query(query)
         allowed = self._allowed_files(path_prefix, filters)

@@ -45,6 +45,16 @@ class Discovery:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    # Folders (or entries) the walk could not look into, with the reason: what the index
+    # holds under them is unknown, not gone, and must be kept (and reported), never removed.
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
+
+    def hides(self, rel: str) -> str | None:
+        """The reason `rel` (a root-relative path) could not be seen by the walk, or None if it could."""
+        for where, reason in self.unlisted:
+            if where == "." or rel == where or rel.startswith(where + "/"):
+                return f"{where} cannot be read ({reason}); kept in the index as it was: make it readable"
+        return None
 
 
 @dataclass
@@ -192,7 +202,9 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
-        found.skipped.append((relative_name(settings, folder) or ".", f"cannot list folder: {exc.strerror}"))
+        where = relative_name(settings, folder) or "."
+        found.skipped.append((where, f"cannot list folder: {exc.strerror}"))
+        found.unlisted.append((where, str(exc.strerror or exc).lower()))
         return
     for entry in entries:
         if _is_hidden(entry.name):
@@ -213,7 +225,11 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
             if rules.is_ignored(path, is_dir=False):
                 continue
             info = entry.stat(follow_symlinks=True)
-        except OSError:
+        except FileNotFoundError:
+            continue  # gone during the walk (or a dangling link): truly not there
+        except OSError as exc:
+            # There, but cannot be looked at (e.g. a folder without search permission).
+            found.unlisted.append((relative_name(settings, path), str(exc.strerror or exc).lower()))
             continue
         if not stat.S_ISREG(info.st_mode):
             continue
@@ -223,8 +239,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
 def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     """The SourceFile for one path given by a person, or the reason it does not belong.
 
-    A path that no longer exists but sits inside a root comes back as a SourceFile
-    with size -1, so the caller can remove it from the index.
+    A path that no longer exists (or is now a folder) but sits inside a root comes
+    back as a SourceFile with size -1, so the caller can remove it from the index.
     """
     path = Path(os.path.expanduser(str(raw)))
     if not path.is_absolute():
@@ -241,10 +257,17 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         return f"{raw}: hidden files and folders are not indexed"
     if not path.name.lower().endswith(settings.extensions):
         return f"{raw}: not a note type ({', '.join(settings.extensions)})"
-    if not path.exists():
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError as exc:
+        # Unreadable is not gone: the caller keeps what the index holds and reports why.
+        return f"{raw}: cannot read: {str(exc.strerror or exc).lower()}"
+    if info is None or stat.S_ISDIR(info.st_mode):
+        # A folder where a note was (`a.md/` replacing `a.md`) means that note is gone:
+        # its row must leave the index, or search would go on quoting text that no longer exists.
         return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)
-    if path.is_dir():
-        return f"{raw}: is a folder; give files, or run `brain index` for everything"
     rules = IgnoreRules(settings)
     folder = path.parent
     while folder != settings.root and settings.root in folder.parents:
@@ -253,7 +276,6 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         folder = folder.parent
     if rules.is_ignored(path, is_dir=False):
         return f"{raw}: ignored by an ignore rule"
-    info = path.stat()
     return SourceFile(path=path, rel=rel, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
