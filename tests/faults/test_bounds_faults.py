@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import socket
 import subprocess
@@ -29,6 +30,7 @@ import pytest
 from conftest import run_cli, write
 from live_servers import brain_env, http_server, mcp_session
 
+LETTERS = "abcdefghij"
 HANG = 120  # seconds: far beyond what the bounded work needs, far below what the unbounded work took
 
 
@@ -198,9 +200,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path
         "big.txt": "small for now\n",
     })
     index_json(root)
-    # The note grows to 10 MB after indexing: grep reads files as they are now.
-    words = [f"w{n:06d}x" for n in range(1_000_000)]
-    (root / "big.txt").write_text("\n".join(" ".join(words[i : i + 10]) for i in range(0, 1_000_000, 10)), encoding="utf-8")
+    # The note grows to 10 MB of random words after indexing (grep reads files as they
+    # are now), with one known line: 13.
+    rng = random.Random(13)
+    words = ["".join(rng.choice(LETTERS) for _ in range(6)) for _ in range(100_000)]
+    lines = [" ".join(words[(i * 10 + k) % len(words)] for k in range(10)) for i in range(150_000)]
+    lines[12] = "the needle w000123x"
+    (root / "big.txt").write_text("\n".join(lines), encoding="utf-8")
     with http_server("--root", str(root)) as server:
         yield server, root
 
@@ -224,12 +230,16 @@ def test_f10_query_length_is_capped_and_bodies_are_bounded(served: tuple[Any, Pa
 def test_f11_pattern_size_is_capped_and_grep_stays_bounded(served: tuple[Any, Path]) -> None:
     server, _ = served
     with httpx.Client(base_url=server.url, timeout=HANG) as client:
-        alternation = "|".join(f"z{n:06d}q" for n in range(11_000))  # about 100 KB, matches nothing
+        # 100 KB of alternatives over the note's own letters, none of which occurs: RE2's DFA runs
+        # out of memory on it and its fallback engine took minutes over the 10 MB note.
+        rng = random.Random(7)
+        alternation = "|".join("".join(rng.choice(LETTERS) for _ in range(6)) + "k" for _ in range(12_500))
         refused = client.post("/grep", json={"pattern": alternation, "file": "big.txt"})
         assert refused.status_code == 400
         assert refused.json()["field"] == "pattern" and "characters" in refused.json()["error"]
-        # The largest pattern allowed still greps 10 MB and answers.
-        allowed = "|".join(f"z{n:06d}q" for n in range(200)) + "|w000123x"
+        # A pattern near the limit still greps the 10 MB and answers.
+        allowed = "|".join("".join(rng.choice(LETTERS) for _ in range(6)) + "k" for _ in range(240)) + "|w000123x"
+        assert len(allowed) <= 2000
         found = client.post("/grep", json={"pattern": allowed, "file": "big.txt"})
         assert found.status_code == 200, found.text
         assert [m["line"] for m in found.json()["matches"]] == [13]
@@ -392,12 +402,15 @@ def fill(disk: Path, leave: int) -> None:
     os.truncate(filler / "fill", max(0, size - leave))
 
 
-def test_f18_full_disk_is_a_one_line_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("room", [100_000, 400_000])
+def test_f18_full_disk_is_a_one_line_error(tmp_path: Path, room: int) -> None:
+    # With 400 KB free the disk fills at the scan's last COMMIT (a traceback before);
+    # with 100 KB while the index is being created.
     with small_disk(tmp_path, "4m") as disk:
         root = disk / "notes"
         text = " ".join(f"word{n}" for n in range(10_000))
         write(root, {f"note{n}.md": f"# Note {n}\n{text}\n" for n in range(2)})
-        fill(disk, 100_000)
+        fill(disk, room)
         full = one_line_error(run_cli("--root", str(root), "index", timeout=HANG))
         assert "full" in full, full
 
@@ -418,5 +431,20 @@ def test_f18_read_only_index_is_a_one_line_error(tmp_path: Path) -> None:
         assert "read-only" in read_only, read_only
         found = run_cli("--root", str(root), "search", "siren", "--json", timeout=HANG)
         assert found.returncode == 0 and json.loads(found.stdout)["results"][0]["path"] == "note.md"
+        with http_server("--root", str(root)) as server:
+            scan = httpx.post(server.url + "/scan", timeout=HANG)
+            assert scan.status_code == 503 and "read-only" in scan.json()["error"], scan.text
+            assert str(root) not in scan.text
+        log = tmp_path / "mcp.log"
+
+        async def check() -> str:
+            async with mcp_session("--root", str(root), log=log) as session:
+                result = await session.call_tool("memory_scan", {})
+                assert result.is_error
+                return str(result.content[0].text)
+
+        message = anyio.run(check)
+        assert "read-only" in message and "\n" not in message and str(root) not in message, message
+        assert "Traceback" not in log.read_text()
     finally:
         subprocess.run(["umount", "-l", database], capture_output=True)
