@@ -430,8 +430,10 @@ def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
     from pypdf.generic import ArrayObject, IndirectObject
 
     contents = page.get("/Contents")
-    parts = list(contents.get_object()) if isinstance(contents, IndirectObject) and isinstance(contents.get_object(), ArrayObject) \
-        else list(contents) if isinstance(contents, ArrayObject) else [contents] if contents is not None else []
+    if contents is None:
+        return 0
+    resolved = contents.get_object() if isinstance(contents, IndirectObject) else contents
+    parts = list(resolved) if isinstance(resolved, ArrayObject) else [contents]
     total = 0
     for part in parts:
         key = part.idnum if isinstance(part, IndirectObject) else id(part)
