@@ -22,7 +22,10 @@ SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 TokenCounter = Callable[[Sequence[str]], list[int]]
 TokenStarts = Callable[[Sequence[str]], list[list[int]]]  # per text: the character offset where each word piece starts
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# Linear on any line: the closing `#`s are taken off in _heading_title, not by the
+# pattern (a lazy group before `\s*#*\s*$` backtracked cubically: 26 s for one
+# heading of 2,500 spaces).
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -51,6 +54,17 @@ def chunking_identity(chunk_chars: int, overlap_chars: int, max_tokens: int) -> 
     return f"v{CHUNKING_VERSION}:chars={chunk_chars}:overlap={overlap_chars}:tokens={max_tokens}"
 
 
+def _heading_title(rest: str) -> str:
+    """A heading's text without its closing `#`s (CommonMark: only after a space, or when nothing else is left)."""
+    title = rest.strip()
+    bare = title.rstrip("#")
+    if not bare:
+        return ""
+    if bare != title and bare[-1].isspace():
+        return bare.rstrip()
+    return title
+
+
 def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]]:
     """For each line: is it fenced code, and the heading path it sits under."""
     code_flags: list[bool] = []
@@ -76,7 +90,7 @@ def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]
                 level = len(heading.group(1))
                 while stack and stack[-1][0] >= level:
                     stack.pop()
-                stack.append((level, f"{heading.group(1)} {heading.group(2)}"))
+                stack.append((level, f"{heading.group(1)} {_heading_title(heading.group(2))}"))
         code_flags.append(False)
         paths.append(" > ".join(t for _, t in stack))
     return code_flags, paths

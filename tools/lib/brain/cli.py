@@ -6,10 +6,11 @@ import argparse
 import contextlib
 import logging
 import os
+import sqlite3
 import sys
 from typing import Any, Sequence
 
-from .errors import BrainError
+from .errors import BrainError, user_error
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -192,6 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrainError as exc:
         sys.stderr.write(f"brain: {exc}\n")
         return EXIT_USAGE if exc.usage else EXIT_FAILURE
+    except (OSError, sqlite3.Error, UnicodeError) as exc:
+        # A full disk, a read-only index, a name too long: one line, not a traceback.
+        known = user_error(exc)
+        if known is None or isinstance(exc, BrokenPipeError):
+            raise
+        sys.stderr.write(f"brain: {known}\n")
+        return EXIT_USAGE if known.usage else EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
         return 130

@@ -27,6 +27,10 @@ from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
+# Longer queries are refused: a question is a sentence or a paragraph, and the work a
+# query costs (tokenising, FTS5 terms, the embedding, previews) grows with it; 1 MB
+# took 286 s and held the folder's lock meanwhile.
+MAX_QUERY_CHARS = 2000
 
 
 @dataclass
@@ -101,10 +105,14 @@ class Filter:
 
 def parse_filter(text: str) -> Filter:
     """`status=active` or `status!=archived` → Filter; anything else is a usage error."""
-    match = re.fullmatch(r"\s*([^=!\s]+)\s*(!=|=)\s*(.*?)\s*", text)
-    if not match or not match.group(3):
+    # Split by hand, not with a regex: `(.*?)\s*` backtracks quadratically over a run of spaces.
+    left, sep, value = text.partition("=")
+    negate = left.endswith("!")
+    key = (left[:-1] if negate else left).strip()
+    value = value.strip()
+    if not sep or not key or not value or any(ch in "=!" or ch.isspace() for ch in key):
         raise BrainError(f"--where {text!r} is not key=value or key!=value (e.g. status!=archived)", usage=True)
-    return Filter(match.group(1), match.group(3), match.group(2) == "!=")
+    return Filter(key, value, negate)
 
 
 # Function words of English and Italian (the languages of the notes this is made for).
@@ -128,12 +136,14 @@ def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | Non
     """
     terms: list[str] = []
     content: list[str] = []
+    seen: set[str] = set()  # a list lookup here made long queries quadratic
     for word in query.split():
         tokens = _TOKEN.findall(word)
         if not tokens:
             continue
         term = '"' + " ".join(stem(t) if stem else t for t in tokens) + '"'
-        if term not in terms:
+        if term not in seen:
+            seen.add(term)
             terms.append(term)
             if len(tokens) > 1 or tokens[0].lower() not in STOP_WORDS:
                 content.append(term)
@@ -141,6 +151,14 @@ def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | Non
     # weight, but FTS5 must score every row they match. A query of only such words keeps them.
     chosen = content or terms
     return " OR ".join(chosen) if chosen else None
+
+
+def check_query_length(query: str, what: str = "query") -> None:
+    """Refuse a query longer than MAX_QUERY_CHARS with the one line that says so."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise BrainError(
+            f"{what} is {len(query):,} characters, over the {MAX_QUERY_CHARS:,}-character limit; shorten it", usage=True
+        )
 
 
 def query_terms(query: str) -> list[str]:
@@ -429,6 +447,7 @@ class Searcher:
             raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
+        check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         filters = [parse_filter(w) for w in (where or [])]
