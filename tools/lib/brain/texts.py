@@ -121,12 +121,16 @@ class TextReader:
         try:
             real = sources.note_target(self.settings, path, self._get_rules)
             info = os.stat(real)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise FileGone("deleted since it was indexed; run `brain index`") from None
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
         except OSError as exc:
-            raise TextUnavailable(f"cannot read file: {exc.strerror or exc}") from None
+            # There but unreadable (a folder without permission): not gone, the index keeps its copy.
+            raise TextUnavailable(f"cannot read: {str(exc.strerror or exc).lower()}") from None
+        if stat.S_ISDIR(info.st_mode):
+            # The note was replaced by a folder of its name: its indexed text exists nowhere now.
+            raise FileGone("now a folder, no longer a note; run `brain index`")
         if not stat.S_ISREG(info.st_mode):
             raise TextUnavailable(sources.not_regular_reason(info.st_mode))
         return real, info
