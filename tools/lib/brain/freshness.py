@@ -37,6 +37,8 @@ class StatusReport:
     missing: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)
     unreadable: list[dict[str, str]] = field(default_factory=list)
+    # Folders the walk could not list: what the index holds under them cannot be checked.
+    unlisted: list[dict[str, str]] = field(default_factory=list)
     head_commit: str | None = None
     indexed_commit: str | None = None
     commits_behind: int | None = None
@@ -60,9 +62,10 @@ class StatusReport:
         """True when the index holds exactly the files on disk, built with the configured model.
 
         Unreadable files (broken PDFs, binary files) do not count: no index can hold them.
+        A folder that cannot be listed does: nothing under it can be checked.
         """
         return self.database_exists and not (
-            self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch
+            self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch or self.unlisted
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,20 +105,30 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
         finally:
             store.close()
     report.files_indexed = len(rows)
-    report.orphaned = sorted(rel for rel in rows if rel not in on_disk)
+    report.unreadable.extend({"path": rel, "reason": reason} for rel, reason in discovery.refused)
+    report.unlisted = [{"path": where, "reason": reason} for where, reason in discovery.unlisted]
+    report.orphaned = []
+    for rel in sorted(rows):
+        if rel in on_disk:
+            continue
+        hidden = discovery.hides(rel)
+        if hidden is None:
+            report.orphaned.append(rel)
+        else:  # kept by the index, but it cannot be told whether it changed
+            report.unreadable.append({"path": rel, "reason": hidden})
     max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:
-            reason = _unreadable_reason(source, max_bytes)
+            reason = _unreadable_reason(settings, source, max_bytes)
             if reason is None:
                 report.missing.append(rel)
             else:
                 report.unreadable.append({"path": rel, "reason": reason})
         elif verify:
             try:
-                digest = sources.content_hash(source.path.read_bytes())
-            except OSError:
+                digest = sources.content_hash(sources.read_note(settings, source.path, max_bytes))
+            except (OSError, sources.ExtractionError):
                 digest = ""
             if digest != row.hash:
                 report.stale.append(rel)
@@ -127,12 +140,14 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     return report
 
 
-def _unreadable_reason(source: sources.SourceFile, max_bytes: int) -> str | None:
+def _unreadable_reason(settings: Settings, source: sources.SourceFile, max_bytes: int) -> str | None:
     """Why a file that is not in the index cannot be (too big, binary, broken PDF), or None if it could be."""
     try:
-        sources.extract_bytes(source.path.name, sources.read_source(source.path, max_bytes))
+        sources.extract_bytes(source.path.name, sources.read_note(settings, source.path, max_bytes))
     except sources.ExtractionError as exc:
         return str(exc)
+    except OSError as exc:
+        return f"cannot read file: {exc.strerror or exc}"
     return None
 
 

@@ -10,6 +10,7 @@ client sends stays inside the notes folder.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -17,7 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import BrainError
 
@@ -79,6 +80,26 @@ def _as_dict(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
+MAX_NAME_BYTES = 255  # one file or folder name, as POSIX file systems allow
+MAX_PATH_BYTES = 4000  # a whole path (PATH_MAX is 4096 on Linux)
+
+
+def _check_path_text(text: str, field: str) -> None:
+    """Refuse, before any file system call, a path the file system would choke on (a traceback and a 500 before)."""
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRefused(f"path {ascii(text[:60])} is not valid Unicode (it has a lone surrogate); send UTF-8 text",
+                          field=field) from None
+    shown = ascii(text[:60]) + ("…" if len(text) > 60 else "")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefused(f"path {shown} is {len(encoded):,} bytes, over the {MAX_PATH_BYTES:,}-byte limit; "
+                          "give a note's path as search prints it", field=field)
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in text.replace("\\", "/").split("/")):
+        raise PathRefused(f"path {shown} has a name over {MAX_NAME_BYTES} bytes, longer than any file can have; "
+                          "give a note's path as search prints it", field=field)
+
+
 def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
 
@@ -93,6 +114,7 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused("path is empty; give a note's path relative to the notes folder", field=field)
     if "\x00" in text:
         raise PathRefused("path contains a NUL byte", field=field)
+    _check_path_text(text, field)
     unified = text.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
         raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
@@ -103,6 +125,12 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path", field=field)
     root = Path(settings.root).resolve()
     candidate = root.joinpath(*parts)
+    if "\\" in text and os.sep == "/":
+        # On POSIX a backslash is a character of the name (`back\slash.md`); it is read
+        # as a separator (a Windows client's habit) only when no such file exists.
+        literal = root.joinpath(*[p for p in text.split("/") if p not in ("", ".")])
+        if os.path.lexists(literal):
+            candidate = literal
     real = Path(os.path.realpath(candidate))
     if real != root and root not in real.parents:
         raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
@@ -115,10 +143,22 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     return found.rel
 
 
+@contextlib.contextmanager
+def _not_indexed_is_not_found(field: str) -> Iterator[None]:
+    """A note on disk but not (yet) in the index is a 404 naming the input, not a server-state error."""
+    from .texts import NotIndexed
+
+    try:
+        yield
+    except NotIndexed as exc:
+        raise NoteNotFound(str(exc), field=field) from None
+
+
 def path_prefix(raw: str | None, field: str = "path") -> str | None:
     """The search `path` filter: relative, without `..` (it only narrows results, but a climb out is refused plainly)."""
     if raw is None or not raw.strip():
         return None
+    _check_path_text(raw.strip(), field)
     unified = raw.strip().replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
         raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)
@@ -202,13 +242,15 @@ class ServedCorpus:
     ) -> dict[str, Any]:
         """Brain.grep: regular-expression matches over the indexed text (of one note when `file`)."""
         rel = None if file is None or not file.strip() else note_path(self.brain.settings, file, field="file")
-        result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
+        with _not_indexed_is_not_found("file"):
+            result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
         return _as_dict(result)
 
     def get_file(self, path: str, *, offset: int = 0, length: int = 4000) -> dict[str, Any]:
         """Brain.get_file, after checking that `path` is a note inside the folder."""
         rel = note_path(self.brain.settings, path)
-        return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
+        with _not_indexed_is_not_found("path"):
+            return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
 
     def ask(self, question: str) -> dict[str, Any]:
         """Brain.ask: an answer written from the notes found for `question`."""
