@@ -50,7 +50,7 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     assert data["files"] == 17
     assert (data["fts_tokenizer"], data["stemmer"]) == ("porter unicode61 remove_diacritics 2", "auto")
     stats_text = run_cli("--root", str(example_notes), "stats")
-    assert "stemmer none" in stats_text.stdout
+    assert "stemmer auto" in stats_text.stdout
 
 
 def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
