@@ -607,28 +607,32 @@ class Searcher:
         return spelling.expansions(words, languages, porter, store.count_matches, vocabulary, surface)
 
     def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
-        """Each word searched, as the index stores it (before the tokenizer's porter) → the word as typed or shown."""
+        """Each word searched, as the index's stored fields hold it (Snowball-stemmed) → the word as typed or shown.
+
+        Compared before the tokenizer's porter: both sides went through the same
+        Snowball stemmer, and running porter over every hit's text cost more than the search.
+        """
         forms: dict[str, str] = {}
-        for stem in query_stemmers(self.store.query_languages()):
+        stems = query_stemmers(self.store.query_languages())
+        for stem in stems:
             for word in _TOKEN.findall(query):
                 if word.lower() not in STOP_WORDS:
                     forms.setdefault(fold(stem(word)), word)
-        porter = self.store.fts_tokenizer().startswith("porter")
         for correction in corrections:
-            for term, shown in zip(correction.terms, correction.shown):
-                forms.setdefault(term, shown)
-        return {_porter_form(form, porter): word for form, word in forms.items()}
+            for shown in correction.shown:
+                for stem in stems:
+                    forms.setdefault(fold(stem(shown)), shown)
+        return forms
 
     def _explain_fields(self, hits: list[SearchHit], searched: dict[str, str]) -> None:
         """Say in each hit's explain which keyword fields of its chunk hold which query words."""
-        porter = self.store.fts_tokenizer().startswith("porter")
         stored = self.store.keyword_fields(hit.chunk_id for hit in hits)
         for hit in hits:
             if hit.explain is None:
                 continue
             fields: dict[str, list[str]] = {}
             for name, text in stored.get(hit.chunk_id, {}).items():
-                present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(text)}
+                present = set(_TOKEN.findall(text.lower()))
                 words = [word for form, word in searched.items() if form in present]
                 if words:
                     fields[name] = list(dict.fromkeys(words))
