@@ -562,6 +562,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
     tallies = {door: Tally(door) for door in ("HTTP", "MCP", "CLI")}
     commits = 0
     rebuild: subprocess.Popen[str] | None = None
+    rebuild_err = ""
     began = time.monotonic()
     with http_server("--root", str(root), timeout=TIMEOUT) as server:
         doors = [
@@ -593,7 +594,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
                 commits += 1
                 time.sleep(rng.uniform(0.2, 1.0))
             if rebuild is not None:
-                rebuild_out, rebuild_err = rebuild.communicate(timeout=TIMEOUT)
+                rebuild_err = rebuild.communicate(timeout=TIMEOUT)[1]
             status = wait_for_hooks(root)
         finally:
             stop.set()
@@ -912,6 +913,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
     tallies = {door: Tally(door) for door in ("HTTP", "MCP", "CLI")}
     commits = 0
     rebuild: subprocess.Popen[str] | None = None
+    rebuild_err = ""
     began = time.monotonic()
     with http_server("--root", str(root), timeout=TIMEOUT) as server:
         doors = [
@@ -943,7 +945,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
                 commits += 1
                 time.sleep(rng.uniform(0.2, 1.0))
             if rebuild is not None:
-                rebuild_out, rebuild_err = rebuild.communicate(timeout=TIMEOUT)
+                rebuild_err = rebuild.communicate(timeout=TIMEOUT)[1]
             status = wait_for_hooks(root)
         finally:
             stop.set()
@@ -983,7 +985,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
         f"searches: {', '.join(t.line() for t in tallies.values())}; rebuild exit {rebuild.returncode if rebuild else 'not run'}; "
         f"{len(hook_failures)} hook failures, {len(lost)} lost writes, {len(stale)} stale texts, {errors} error responses"
     ))
-    assert rebuild is not None and rebuild.returncode == 0, rebuild_err if rebuild else "the rebuild never started"
+    assert rebuild is not None and rebuild.returncode == 0, rebuild_err or "the rebuild never started"
     assert not tallies["CLI"].errors, tallies["CLI"].errors[:3]
     assert not hook_failures, hook_failures[:3]
     assert status["indexed_commit"] == git(root, "rev-parse", "HEAD").strip()
