@@ -4,20 +4,26 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# The CPU build of torch, pinned in the same pip command as everything else:
-# asked for alone (or through sentence-transformers) pip picks a multi-GB CUDA build.
+# The default install: brain with its bundled multilingual model (no torch), the
+# test tools and `brain eval`'s metrics library.
+EXTRAS ?= dev,eval
+# Opt-in (`make torch`): sentence-transformers models. Asked for alone, pip picks
+# torch's CUDA build on Linux (several GB); pin the build you want here.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 EXAMPLE := examples/brain
 
-.PHONY: setup demo test bench clean
+.PHONY: setup torch demo test bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)" -e '.[dev]'
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+torch: setup
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on "$(TORCH)" -e '.[$(EXTRAS),torch]'
 
 demo: setup
 	$(BIN)/brain --root $(EXAMPLE) index --yes

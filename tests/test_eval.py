@@ -146,3 +146,44 @@ def test_user_errors_are_one_line(beir: tuple[Path, Path], tmp_path: Path, args:
     assert out.returncode == code, out.stderr
     assert out.stderr.startswith("brain: ") and out.stderr.count("\n") == 1 and words in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_tied_scores_give_the_same_figures_every_time() -> None:
+    # Equal scores are ordered by document id, not at random: "a" before "b".
+    qrels = {"q": {"b": 1}}
+    scores = {evaluation.score_run(qrels, {"q": {"b": 1.0, "a": 1.0}})[0]["mrr@10"] for _ in range(20)}
+    assert scores == {0.5}
+
+
+def test_a_beir_folder_with_a_judged_queries_file(beir: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, work = beir
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        json.dumps({"id": "t1", "query": "pane lievito madre", "relevant": ["d1", "d5"], "kind": "cross"}) + "\n"
+        + json.dumps({"id": "t2", "query": "coltivare pomodori", "relevant": ["d3"], "kind": "cross"}) + "\n"
+        + json.dumps({"id": "t3", "query": "tomatoes", "relevant": ["d3"], "kind": "plain"}) + "\n",
+        encoding="utf-8",
+    )
+    collection = evaluation.load_collection(str(folder), queries=str(queries), workdir=str(work))
+    report = evaluation.evaluate(collection, modes="bm25,hybrid")
+    assert report.queries == 3
+    hybrid = next(r for r in report.results if r.mode == "hybrid")
+    assert set(hybrid.by_kind) == {"cross", "plain"} and hybrid.by_kind["cross"]["queries"] == 2
+    assert hybrid.by_kind["plain"]["mrr@10"] == 1.0
+    assert "kind" in render.eval_table(report) and "| cross | 2 |" in render.eval_table(report, markdown=True)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"query": "x", "relevant": ["nope"]}) + "\n", encoding="utf-8")
+    with pytest.raises(BrainError, match="nope"):
+        evaluation.load_collection(str(folder), queries=str(bad), workdir=str(work))
+
+
+def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        json.dumps({"id": "p1", "query": "nginx SSL certificate", "relevant": ["diary/2025-01-20.md"], "path": "database/"}) + "\n",
+        encoding="utf-8",
+    )
+    collection = evaluation.load_notes(example_notes, queries, workdir=tmp_path / "w")
+    report = evaluation.evaluate(collection, modes="bm25", per_query=True)
+    # The relevant note is outside database/, so the limited search cannot find it.
+    assert report.results[0].per_query["p1"]["mrr@10"] == 0.0

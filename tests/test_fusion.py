@@ -67,13 +67,14 @@ def _paths(response) -> list[str]:  # noqa: ANN001
 
 @pytest.mark.parametrize("fusion", FUSION_METHODS)
 def test_keyword_only_hit_survives_fusion(small_pool_brain: Brain, fusion: str) -> None:
-    # nginx.md has every query word but is not among the 3 nearest vectors: only BM25 finds it.
-    query = "web server configuration zorblax"
-    assert "ops/nginx.md" not in _paths(small_pool_brain.search(query, mode="vector", limit=3))
-    assert "ops/nginx.md" in _paths(small_pool_brain.search(query, mode="bm25", limit=3))
+    # bread.md has a query word ("grandma") but is about something else: it is not among the
+    # 3 nearest vectors (the proxy notes are), and only BM25 finds it.
+    query = "reverse proxy grandma"
+    assert "kitchen/bread.md" not in _paths(small_pool_brain.search(query, mode="vector", limit=3))
+    assert "kitchen/bread.md" in _paths(small_pool_brain.search(query, mode="bm25", limit=3))
     response = small_pool_brain.search(query, mode="hybrid", fusion=fusion, limit=3)
-    assert "ops/nginx.md" in _paths(response)
-    hit = next(h for h in response.results if h.path == "ops/nginx.md")
+    assert "kitchen/bread.md" in _paths(response)
+    hit = next(h for h in response.results if h.path == "kitchen/bread.md")
     assert hit.explain["keyword"]["rank"] is not None and hit.explain["keyword"]["bm25"] > 0
     assert hit.explain["vector"]["cosine"] is not None  # it still got its exact cosine
     # The rare word alone: the one file that has it comes first, whatever the fusion.

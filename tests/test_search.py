@@ -160,13 +160,15 @@ def test_a_file_that_cannot_be_read_now_keeps_its_indexed_copy(tmp_path: Path) -
 
 
 def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     from brain.embeddings import Embedder
 
     settings = load_settings(brain.root)
+    settings.values["embedding.model"] = "all-MiniLM-L6-v2"
     texts = ["progetti Laravel per la clinica", "nginx SSL certificate renewal", "x " * 400]
     for precision, agreement in (("float32", 0.99999), ("bfloat16", 0.9995)):
         settings.values["embedding.precision"] = precision
-        documents = Embedder(settings)
+        documents = Embedder(settings).backend
         documents._load_model()  # documents through torch, as a big scan does
         for text in texts:
             light = documents.encode_query(text)
@@ -175,13 +177,15 @@ def test_query_encoder_without_torch_matches_the_index_encoder(brain: Brain) -> 
 
 
 def test_small_batches_encode_without_torch_and_agree(brain: Brain) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     from brain.embeddings import Embedder
 
     settings = load_settings(brain.root)
+    settings.values["embedding.model"] = "all-MiniLM-L6-v2"
     settings.values["embedding.precision"] = "float32"
     texts = ["short", "a somewhat longer text about nginx and SSL certificates", "parola " * 300, "Il caffè è buono"]
-    light = Embedder(settings)._light_encode(texts)  # padded numpy batch, no torch
-    full = Embedder(settings)
+    light = Embedder(settings).backend._light_encode(texts)  # padded numpy batch, no torch
+    full = Embedder(settings).backend
     full._load_model()
     reference = full.encode_documents(texts)
     assert (np.sum(light * reference, axis=1) > 0.99999).all()

@@ -7,6 +7,7 @@ combination, then scores the per-file rankings with ranx like `brain eval`.
 
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/scifact --split train
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/squad-it --limit-queries 500 --json out.json
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency --queries tools/bench/judged/agency.jsonl
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from brain.search import Candidates, Searcher, fuse, query_terms
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collection")
+    parser.add_argument("collection", nargs="?")
+    parser.add_argument("--notes", default=None, help="a notes folder, with --queries (a judged JSONL file)")
+    parser.add_argument("--queries", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--limit-queries", type=int, default=None)
     parser.add_argument("--workdir", default=None)
@@ -35,11 +38,13 @@ def main() -> int:
     parser.add_argument("--pools", default="50,100,200,400")
     parser.add_argument("--gaps", default="", help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
     parser.add_argument("--ratios", default="", help="also try the vector weight scaled by min(1, (vector spread / keyword relative spread) / RATIO)")
+    parser.add_argument("--coverage-powers", default="", help="also try w' = 1 - (1 - w) × coverage^POWER, coverage = share of query terms found in the index, e.g. 1,2")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()
 
     collection = evaluation.load_collection(
-        args.collection, split=args.split, workdir=args.workdir, overrides=args.set, limit_queries=args.limit_queries
+        args.collection, split=args.split, notes=args.notes, queries=args.queries,
+        workdir=args.workdir, overrides=args.set, limit_queries=args.limit_queries,
     )
     settings = collection.settings
     embedder = Embedder(settings)
@@ -77,8 +82,9 @@ def main() -> int:
         if not query_terms(text):
             continue
         match = searcher.keyword_query(text)  # the query's words as the index stores them
+        allowed = searcher._allowed_files(collection.paths.get(qid), [])
         for pool in pools:
-            found = searcher._candidates(text, match, "hybrid", pool, None)
+            found = searcher._candidates(text, match, "hybrid", pool, allowed)
             if pool == max(pools):
                 # The single halves, as their own modes rank them: each half's own top `pool` chunks.
                 by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0), key=lambda c: (-found.keyword[c], c))
@@ -104,6 +110,11 @@ def main() -> int:
                 for method, weight in itertools.product(methods, weights):
                     fused = fuse(found, mode="hybrid", method=method, vector_weight=min(1.0, weight * scale))
                     runs.setdefault((f"{method}/r{item}", weight, pool), {})[qid] = ranking(fused)
+            for power in [float(x) for x in args.coverage_powers.split(",") if x]:
+                for method, weight in itertools.product(methods, weights):
+                    w = 1.0 - (1.0 - weight) * found.coverage ** power
+                    fused = fuse(found, mode="hybrid", method=method, vector_weight=w)
+                    runs.setdefault((f"{method}/c{power:g}", weight, pool), {})[qid] = ranking(fused)
             for gap in [float(g) for g in args.gaps.split(",") if g]:
                 for method, weight in itertools.product(methods, weights):
                     w = weight * min(1.0, spread / gap)

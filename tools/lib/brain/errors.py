@@ -12,3 +12,52 @@ class BrainError(Exception):
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
         self.usage = usage  # True: a bad flag or argument (exit code 2)
+
+
+def user_error(exc: BaseException) -> BrainError | None:
+    """The one-line BrainError for a failure of the machine a user can fix, or None for a bug.
+
+    A full disk, a read-only index or file system, a name too long for the file
+    system and text that is not valid Unicode reach brain as OSError,
+    sqlite3.Error or UnicodeError from deep inside; every front door turns them
+    into this one line (the CLI, HTTP and MCP alike) instead of a traceback.
+    """
+    import errno
+    import sqlite3
+
+    if isinstance(exc, BrainError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc).lower()
+        if "full" in text:
+            return BrainError("the disk holding the index is full; free some space and run it again")
+        if "readonly" in text or "read-only" in text:
+            return BrainError("the index is read-only (its file, folder or disk cannot be written); make it writable, or only search")
+        if "disk i/o error" in text:
+            return BrainError("cannot write the index (disk I/O error); check that its disk is not full, read-only or failing")
+        return None
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        reason = {
+            errno.ENOSPC: "the disk is full{where}; free some space and run it again",
+            errno.EDQUOT: "the disk quota is used up{where}; free some space and run it again",
+            errno.EFBIG: "a file grew past this system's file-size limit{where}; free space or raise the limit",
+            errno.EROFS: "the disk is read-only{where}; make it writable, or only search",
+            errno.ENAMETOOLONG: "a file name is too long for the file system{where}; use a shorter name",
+            errno.EACCES: "permission denied{where}; make it readable and writable for this user",
+            errno.EPERM: "operation not permitted{where}; make it writable for this user",
+        }.get(exc.errno or 0)
+        return BrainError(reason.format(where=where)) if reason else None
+    if isinstance(exc, UnicodeError):
+        return BrainError("text that is not valid Unicode (a lone surrogate?); send UTF-8 text", usage=True)
+    return None
+
+
+def without_folder(message: str, folder: object) -> str:
+    """`message` with the notes folder's absolute path shown as `<notes>` (servers never tell clients where it is)."""
+    import os
+
+    for shown in {str(folder), os.path.realpath(str(folder))}:
+        if shown and shown not in ("/", "."):
+            message = message.replace(shown, "<notes>")
+    return " ".join(message.split("\n"))

@@ -65,6 +65,8 @@ class Collection:
     doc_id: Callable[[str], str]  # indexed path (relative) → document id
     documents: int
     cache_dir: Path
+    kinds: dict[str, str] = field(default_factory=dict)  # query id → kind (notes query files), for the per-kind table
+    paths: dict[str, str] = field(default_factory=dict)  # query id → path prefix its search is limited to
 
 
 @dataclass
@@ -75,6 +77,7 @@ class ModeResult:
     metrics: dict[str, float]
     median_ms: float
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)  # kind → mean metrics (and "queries")
 
 
 @dataclass
@@ -95,6 +98,7 @@ class EvalReport:
         for item in data["results"]:
             item["metrics"] = {k: round(v, 4) for k, v in item["metrics"].items()}
             item["median_ms"] = round(item["median_ms"], 2)
+            item["by_kind"] = {k: {m: round(v, 4) for m, v in ms.items()} for k, ms in item["by_kind"].items()}
             if not per_query:
                 item.pop("per_query")
         data["seconds"] = round(self.seconds, 2)
@@ -185,8 +189,13 @@ def load_beir(
     config: str | None = None,
     overrides: dict[str, str] | None = None,
     limit_queries: int | None = None,
+    queries_file: str | Path | None = None,
 ) -> Collection:
-    """A BEIR-layout folder as a Collection; its documents are written as files once, into the cache folder."""
+    """A BEIR-layout folder as a Collection; its documents are written as files once, into the cache folder.
+
+    With `queries_file` (judged JSONL whose "relevant" are corpus ids) its queries
+    replace the collection's own: translations of them, for instance.
+    """
     folder = Path(os.path.expanduser(str(folder))).resolve()
     if not folder.is_dir():
         raise BrainError(f"collection folder {str(folder)!r} does not exist; pass a folder with corpus.jsonl, queries.jsonl and qrels/")
@@ -194,7 +203,7 @@ def load_beir(
     if corpus_path is None:
         raise BrainError(f"{folder} has no corpus.jsonl or corpus.jsonl.gz; is it a BEIR-layout folder?")
     qrels_path = folder / "qrels" / f"{split}.tsv"
-    if not qrels_path.is_file():
+    if not qrels_path.is_file() and queries_file is None:
         have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
         raise BrainError(f"{folder} has no qrels/{split}.tsv; pass --split with one of: {', '.join(have) or 'none found'}")
     if not (folder / "queries.jsonl").is_file():
@@ -221,8 +230,16 @@ def load_beir(
             (docs_dir / file_name).write_text(body + "\n", encoding="utf-8")
         marker.write_text(json.dumps(names), encoding="utf-8")
 
-    qrels = _read_qrels(qrels_path)
-    texts = {str(r.get("_id")): str(r.get("text") or "") for r in _read_jsonl(folder / "queries.jsonl")}
+    kinds: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    if queries_file is not None:
+        texts, qrels, kinds, paths = _read_judged(queries_file)
+        unknown = sorted({d for rel in qrels.values() for d in rel} - set(names.values()))
+        if unknown:
+            raise BrainError(f"{queries_file} names documents that are not in {corpus_path.name}: {', '.join(unknown[:5])}; fix their ids")
+    else:
+        qrels = _read_qrels(qrels_path)
+        texts = {str(r.get("_id")): str(r.get("text") or "") for r in _read_jsonl(folder / "queries.jsonl")}
     judged = [qid for qid in texts if qid in qrels and texts[qid].strip()]
     if not judged:
         raise BrainError(f"no query in {folder / 'queries.jsonl'} has judgments in {qrels_path}")
@@ -241,7 +258,38 @@ def load_beir(
         doc_id=lambda rel: names.get(rel, rel),
         documents=len(names),
         cache_dir=cache_dir,
+        kinds={qid: kinds[qid] for qid in picked if qid in kinds},
+        paths={qid: paths[qid] for qid in picked if qid in paths},
     )
+
+
+def _read_judged(queries_file: str | Path) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
+    """A JSONL file of {"query", "relevant", "kind"?, "path"?} lines → queries, qrels, kinds, path prefixes."""
+    qpath = Path(os.path.expanduser(str(queries_file)))
+    if not qpath.is_file():
+        raise BrainError(f"queries file {str(queries_file)!r} not found; pass a JSONL file with --queries")
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    kinds: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    for number, row in enumerate(_read_jsonl(qpath), 1):
+        text, relevant = row.get("query"), row.get("relevant")
+        if not isinstance(text, str) or not text.strip():
+            raise BrainError(f"{qpath} query {number}: needs a non-empty \"query\" string")
+        if not isinstance(relevant, list) or not relevant or not all(isinstance(p, str) for p in relevant):
+            raise BrainError(f"{qpath} query {number}: needs \"relevant\": a non-empty list of paths")
+        qid = str(row.get("id") or f"q{number}")
+        queries[qid] = text
+        qrels[qid] = {p.replace("\\", "/").removeprefix("./"): 1 for p in relevant}
+        for key, into in (("kind", kinds), ("path", paths)):
+            value = row.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise BrainError(f"{qpath} query {number}: \"{key}\" must be a non-empty string when given")
+            if value:
+                into[qid] = value
+    if not queries:
+        raise BrainError(f"{qpath} holds no queries; add lines like {{\"query\": \"…\", \"relevant\": [\"notes/a.md\"]}}")
+    return queries, qrels, kinds, paths
 
 
 def load_notes(
@@ -257,22 +305,7 @@ def load_notes(
     root = Path(os.path.expanduser(str(root))).resolve()
     if not root.is_dir():
         raise BrainError(f"notes folder {str(root)!r} does not exist; pass an existing folder with --notes")
-    qpath = Path(os.path.expanduser(str(queries_file)))
-    if not qpath.is_file():
-        raise BrainError(f"queries file {str(queries_file)!r} not found; pass a JSONL file with --queries")
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    for number, row in enumerate(_read_jsonl(qpath), 1):
-        text, relevant = row.get("query"), row.get("relevant")
-        if not isinstance(text, str) or not text.strip():
-            raise BrainError(f"{qpath} query {number}: needs a non-empty \"query\" string")
-        if not isinstance(relevant, list) or not relevant or not all(isinstance(p, str) for p in relevant):
-            raise BrainError(f"{qpath} query {number}: needs \"relevant\": a non-empty list of paths")
-        qid = str(row.get("id") or f"q{number}")
-        queries[qid] = text
-        qrels[qid] = {p.replace("\\", "/").removeprefix("./"): 1 for p in relevant}
-    if not queries:
-        raise BrainError(f"{qpath} holds no queries; add lines like {{\"query\": \"…\", \"relevant\": [\"notes/a.md\"]}}")
+    queries, qrels, kinds, paths = _read_judged(queries_file)
     picked = _pick(list(queries), limit_queries)
 
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name) or "notes"
@@ -288,6 +321,8 @@ def load_notes(
         doc_id=lambda rel: rel,
         documents=0,
         cache_dir=cache_dir,
+        kinds={qid: kinds[qid] for qid in picked if qid in kinds},
+        paths={qid: paths[qid] for qid in picked if qid in paths},
     )
 
 
@@ -309,15 +344,16 @@ def load_collection(
         if not sep or not key.strip():
             raise BrainError(f"--set {text!r} is not KEY=VALUE (e.g. search.candidates=100)", usage=True)
         items[key.strip()] = value.strip()
-    if notes or queries:
+    if notes:
         if collection:
             raise BrainError("give either a collection folder or --notes with --queries, not both", usage=True)
-        if not (notes and queries):
-            raise BrainError("--notes and --queries go together: a notes folder and its JSONL query file", usage=True)
+        if not queries:
+            raise BrainError("--notes needs --queries: a notes folder and its JSONL query file", usage=True)
         return load_notes(notes, queries, workdir=workdir, config=config, overrides=items, limit_queries=limit_queries)
     if not collection:
         raise BrainError("name a BEIR-layout folder to evaluate, or --notes DIR --queries FILE", usage=True)
-    return load_beir(collection, split=split, workdir=workdir, config=config, overrides=items, limit_queries=limit_queries)
+    return load_beir(collection, split=split, workdir=workdir, config=config, overrides=items, limit_queries=limit_queries,
+                     queries_file=queries)
 
 
 # ------------------------------------------------------------ running
@@ -411,7 +447,9 @@ def evaluate(
             times: list[float] = []
             for qid, text in collection.queries.items():
                 try:
-                    response = searcher.search(text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight)
+                    response = searcher.search(
+                        text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight, path_prefix=collection.paths.get(qid)
+                    )
                 except BrainError as exc:
                     if exc.usage:  # a query with no words: it simply finds nothing
                         run[qid] = {}
@@ -431,7 +469,7 @@ def evaluate(
     for label, _, _ in plan:
         scores, each = score_run(collection.qrels, runs[label])
         median = statistics.median(latencies[label]) * 1000 if latencies[label] else 0.0
-        results.append(ModeResult(label, scores, median, each if per_query else {}))
+        results.append(ModeResult(label, scores, median, each if per_query else {}, _by_kind(collection.kinds, each)))
     values = settings.values
     return EvalReport(
         collection=collection.name,
@@ -455,19 +493,45 @@ def evaluate(
     )
 
 
+def _by_kind(kinds: dict[str, str], each: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean metrics per query kind, with the number of queries of that kind."""
+    groups: dict[str, list[dict[str, float]]] = {}
+    for qid, scores in each.items():
+        if qid in kinds:
+            groups.setdefault(kinds[qid], []).append(scores)
+    return {
+        kind: {"queries": float(len(rows)), **{m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}}
+        for kind, rows in sorted(groups.items())
+    }
+
+
+def _strict_ranks(docs: dict[str, float]) -> dict[str, float]:
+    """The same order as `docs` by (score, then id), as scores n, n-1, … that cannot tie."""
+    order = sorted(docs, key=lambda d: (-docs[d], d))
+    return {d: float(len(order) - i) for i, d in enumerate(order)}
+
+
 def score_run(
     qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: Sequence[str] = tuple(METRICS)
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Mean and per-query scores of a run with ranx; a query with no results scores 0."""
+    """Mean and per-query scores of a run with ranx; a query with no results scores 0.
+
+    Ties are broken here, by score then document id, and the run is handed to
+    ranx as strictly decreasing ranks: ranx orders tied documents at random, so
+    two evaluations of the same run could differ.
+    """
     if not any(run.get(qid) for qid in qrels):
         return {m: 0.0 for m in metrics}, {qid: {m: 0.0 for m in metrics} for qid in qrels}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety notes are not ours to fix
-        from ranx import Qrels, Run
-        from ranx import evaluate as ranx_evaluate
+        try:
+            from ranx import Qrels, Run
+            from ranx import evaluate as ranx_evaluate
+        except ImportError:
+            raise BrainError("brain eval needs ranx, which the default install leaves out; run `pip install 'brain-search[eval]'`") from None
 
         # Queries that found nothing are left out of the run; make_comparable scores them 0.
-        ranked = Run({qid: docs for qid, docs in run.items() if qid in qrels and docs})
+        ranked = Run({qid: _strict_ranks(docs) for qid, docs in run.items() if qid in qrels and docs})
         means = ranx_evaluate(Qrels(qrels), ranked, list(metrics), make_comparable=True)
     if isinstance(means, float):  # ranx returns a bare number for a single metric
         means = {metrics[0]: means}

@@ -37,6 +37,8 @@ class StatusReport:
     missing: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)
     unreadable: list[dict[str, str]] = field(default_factory=list)
+    # Folders the walk could not list: what the index holds under them cannot be checked.
+    unlisted: list[dict[str, str]] = field(default_factory=list)
     head_commit: str | None = None
     indexed_commit: str | None = None
     commits_behind: int | None = None
@@ -59,8 +61,11 @@ class StatusReport:
         """True when the index holds exactly the files on disk, built with the configured model.
 
         Unreadable files (broken PDFs, binary files) do not count: no index can hold them.
+        A folder that cannot be listed does: nothing under it can be checked.
         """
-        return self.database_exists and not (self.stale or self.missing or self.orphaned or self.model_mismatch)
+        return self.database_exists and not (
+            self.stale or self.missing or self.orphaned or self.model_mismatch or self.unlisted
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -97,7 +102,16 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
         finally:
             store.close()
     report.files_indexed = len(rows)
-    report.orphaned = sorted(rel for rel in rows if rel not in on_disk)
+    report.unlisted = [{"path": where, "reason": reason} for where, reason in discovery.unlisted]
+    report.orphaned = []
+    for rel in sorted(rows):
+        if rel in on_disk:
+            continue
+        hidden = discovery.hides(rel)
+        if hidden is None:
+            report.orphaned.append(rel)
+        else:  # kept by the index, but it cannot be told whether it changed
+            report.unreadable.append({"path": rel, "reason": hidden})
     max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
     for rel, source in on_disk.items():
         row = rows.get(rel)

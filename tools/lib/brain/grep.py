@@ -22,6 +22,13 @@ MAX_LIMIT = 500
 MAX_CONTEXT = 50
 DEFAULT_LENGTH = 4000
 LINE_CHARS = 500  # a longer line is shown as the part around the match
+# RE2 is linear in the text, but its cost also grows with the pattern: a 100 KB
+# alternation over a 10 MB note ran out of RE2's default 8 MB of DFA memory and
+# fell back to a slower engine (330 s). A pattern is a few words or an alternation
+# of names; 2,000 characters of alternation greps 10 MB in well under a second.
+MAX_PATTERN_CHARS = 2000
+RE2_MAX_MEMORY = 64 << 20  # bytes RE2 may use for one compiled pattern and its DFA
+GREP_SECONDS = 30  # one request stops with an error past this (checked between matches and files)
 
 
 @dataclass
@@ -90,9 +97,16 @@ def compile_pattern(pattern: str, case_sensitive: bool = False) -> Any:
     """An RE2 regex over UTF-8 bytes, `^`/`$` at line ends; a bad pattern is a usage error."""
     import re2
 
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise BrainError(
+            f"pattern is {len(pattern):,} characters, over the {MAX_PATTERN_CHARS:,}-character limit; "
+            "shorten it or grep in several passes",
+            usage=True,
+        )
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = case_sensitive
+    options.max_mem = RE2_MAX_MEMORY
     raw = pattern.encode("utf-8", "surrogatepass")
     try:
         re2.compile(raw, options)  # alone first, so an error message quotes the pattern as typed
@@ -140,7 +154,16 @@ def _context(data: bytes, line_start: int, line_end: int, count: int) -> tuple[l
     return before, after
 
 
-def grep_text(regex: Any, document: FileText, context: int, limit: int) -> tuple[list[GrepMatch], bool]:
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise BrainError(
+            f"grep stopped after {GREP_SECONDS} s; use a narrower pattern or give a file", usage=True
+        )
+
+
+def grep_text(
+    regex: Any, document: FileText, context: int, limit: int, deadline: float | None = None
+) -> tuple[list[GrepMatch], bool]:
     """Up to `limit` matching lines of one text (one per line, the first match on it); and whether more exist."""
     data = document.utf8
     found: list[GrepMatch] = []
@@ -148,6 +171,7 @@ def grep_text(regex: Any, document: FileText, context: int, limit: int) -> tuple
     line = 1
     counted = 0
     while position <= len(data):
+        _check_deadline(deadline)
         hit = regex.search(data, position)
         if hit is None:
             return found, False
@@ -194,12 +218,14 @@ def grep(
     if not 0 <= context <= MAX_CONTEXT:
         raise BrainError(f"context must be between 0 and {MAX_CONTEXT} lines, got {context}", usage=True)
     regex = compile_pattern(pattern, case_sensitive)
+    deadline = started + GREP_SECONDS
     rows, single = reader.resolve_many(file) if file is not None else (reader.files(), False)
     matches: list[GrepMatch] = []
     skipped: list[dict[str, str]] = []
     truncated = False
     searched = 0
     for row in rows:
+        _check_deadline(deadline)
         try:
             document = reader.read(row)
         except TextUnavailable as exc:
@@ -215,7 +241,7 @@ def grep(
                 truncated = True
                 break
             continue
-        found, more = grep_text(regex, document, context, room)
+        found, more = grep_text(regex, document, context, room, deadline)
         matches.extend(found)
         if more:
             truncated = True

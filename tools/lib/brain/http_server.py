@@ -37,13 +37,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
-from .errors import BrainError
+from .errors import BrainError, user_error, without_folder
 from .search import parse_filter
 from .served import Corpora, NoteNotFound, NotAvailable, PathRefused, ServedCorpus
 
 TOKEN_ENV = "BRAIN_HTTP_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 OPEN_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+
+# Bounds on what one client can hold (see docs/reliability.md). Request bodies are
+# small JSON objects; a person's server rarely has more than a few clients at once.
+MAX_BODY_BYTES = 1_000_000
+BODY_SECONDS = 30  # to send the whole body once the headers are in
+HEADER_SECONDS = 10  # to send a whole request head, from connecting or from the last response
+MAX_CONNECTIONS = 100  # open at once; lowered to fit the process's open-file limit
+LOG_EVERY_SECONDS = 10  # one line per kind of server warning in this time; repeats are counted
 
 
 def is_loopback(host: str) -> bool:
@@ -77,6 +85,64 @@ def _error_body(status: int, message: str, field: str | None = None) -> bytes:
     return json.dumps({"error": message, "field": field, "status": status}, ensure_ascii=False).encode("utf-8")
 
 
+async def _send_refusal(send: Any, status: int, message: str, field: str) -> None:
+    """One JSON error response, in the shape of every other error."""
+    extra = [(b"www-authenticate", b'Bearer realm="brain"')] if status == 401 else []
+    body = _error_body(status, message, field)
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Any, headers: dict[str, str]) -> tuple[bytes, tuple[int, str, str] | None]:
+    """The whole request body, or a refusal: over MAX_BODY_BYTES (413) or not sent within BODY_SECONDS (408).
+
+    Every request body is a small JSON object; reading it here, before the
+    application, keeps a 200 MB upload (which took the server to 1.1 GB) and a
+    body trickled byte by byte from holding memory or a connection for long.
+    """
+    import asyncio
+
+    declared = headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return b"", (413, f"request body is {int(declared):,} bytes, over the {MAX_BODY_BYTES:,}-byte limit", "body")
+    parts: list[bytes] = []
+    size = 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BODY_SECONDS
+    while True:
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            return b"", (408, f"request body not received within {BODY_SECONDS} s; send it at once", "body")
+        if message["type"] != "http.request":
+            return b"".join(parts), None  # the client left: the application sees the disconnect
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"", (413, f"request body is over the {MAX_BODY_BYTES:,}-byte limit", "body")
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts), None
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """An ASGI receive that hands the application the body already read, then waits on the real one."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class SecurityGate:
     """ASGI middleware: refuses foreign Host/Origin (DNS rebinding) and, with a token set, unauthenticated calls."""
 
@@ -92,17 +158,19 @@ class SecurityGate:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         refusal = self._refusal(scope.get("path", ""), headers)
         if refusal is None:
-            await self.app(scope, receive, send)
-            return
-        status, message, field = refusal
-        extra = [(b"www-authenticate", b'Bearer realm="brain"')] if status == 401 else []
-        body = _error_body(status, message, field)
-        await send({
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
-        })
-        await send({"type": "http.response.body", "body": body})
+            body, refusal = await _read_body(receive, headers)
+            if refusal is None:
+                try:
+                    await self.app(scope, _replay(body, receive), send)
+                except Exception as exc:
+                    # The JSON answer is sent already; Starlette raises again so a bug reaches
+                    # the log. A failure of the machine is logged as its one line instead.
+                    known = user_error(exc)
+                    if known is None:
+                        raise
+                    _log_line(f"{scope.get('path', '')}: {known}")
+                return
+        await _send_refusal(send, *refusal)
 
     def _refusal(self, path: str, headers: dict[str, str]) -> tuple[int, str, str] | None:
         host = headers.get("host", "").strip().lower()
@@ -211,11 +279,30 @@ def build_app(
         "Every endpoint also answers under /c/{corpus}/ for each named notes folder.",
     )
 
+    def folder_of(request: Request) -> str:
+        name = request.path_params.get("corpus")
+        corpus = corpora.by_name.get(name) if name else (corpora.by_name.get(corpora.default_name or ""))
+        return str(corpus.root) if corpus is not None else "/"
+
     @app.exception_handler(BrainError)
     async def _brain_error(request: Request, exc: BrainError) -> JSONResponse:
         status = _status_of(exc)
         field = getattr(exc, "field", None) or (request.scope.get("brain_field") if exc.usage else None)
-        return JSONResponse({"error": str(exc), "field": field, "status": status}, status_code=status)
+        message = without_folder(str(exc), folder_of(request))
+        return JSONResponse({"error": message, "field": field, "status": status}, status_code=status)
+
+    @app.exception_handler(Exception)
+    async def _any_error(request: Request, exc: Exception) -> JSONResponse:
+        # Errors of the machine (full disk, read-only index) are 503 with their one line;
+        # anything else is a bug: 500 in the same JSON shape, the traceback in the log only.
+        known = user_error(exc)
+        if known is None:
+            return JSONResponse({"error": f"internal error in brain ({type(exc).__name__}); see the server's log",
+                                 "field": None, "status": 500}, status_code=500)
+        status = 400 if known.usage else 503
+        field = request.scope.get("brain_field") if known.usage else None
+        message = without_folder(str(known), folder_of(request))
+        return JSONResponse({"error": message, "field": field, "status": status}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -321,6 +408,126 @@ def build_app(
     return SecurityGate(app, hosts=allowed_hosts(host, port, allow_hosts or []), token=token)
 
 
+def _log_line(message: str) -> None:
+    """One line on stderr (stdout is for results), rate-limited like the server's own warnings."""
+    import logging
+
+    logging.getLogger("brain.serve").warning(message)
+
+
+class OncePerInterval:
+    """A logging filter: each kind of message at most once per LOG_EVERY_SECONDS, on one line, repeats counted.
+
+    300 connections that never finished their headers wrote 78 MB of log in 25 s
+    (asyncio's "out of system resource" with a traceback, in a loop): the
+    log must not be a way to fill the disk.
+    """
+
+    def __init__(self, every: float = LOG_EVERY_SECONDS) -> None:
+        self.every = every
+        self.last: dict[str, float] = {}
+        self.suppressed: dict[str, int] = {}
+
+    def filter(self, record: Any) -> bool:
+        import time
+
+        text = record.getMessage()
+        key = f"{record.name}:{text.splitlines()[0] if text else ''}"[:200]
+        now = time.monotonic()
+        if now - self.last.get(key, -self.every) < self.every:
+            self.suppressed[key] = self.suppressed.get(key, 0) + 1
+            return False
+        self.last[key] = now
+        if len(self.last) > 1000:  # never a memory leak of its own
+            self.last = {key: now}
+        line = " ".join(text.split("\n")[:1])
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            line += f": {type(error).__name__}: {error}"
+        repeats = self.suppressed.pop(key, 0)
+        if repeats:
+            line += f" ({repeats} more like this not shown)"
+        record.msg, record.args, record.exc_info, record.exc_text = line, None, None, None
+        return True
+
+
+def _rate_limit_logs() -> None:
+    """Put OncePerInterval on every logger the server writes through."""
+    import logging
+
+    once = OncePerInterval()
+    for name in ("asyncio", "uvicorn.error", "brain.serve"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, OncePerInterval) for f in logger.filters):
+            logger.addFilter(once)
+
+
+def connection_limit() -> int:
+    """MAX_CONNECTIONS, lowered so open connections use at most half the process's open-file limit."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, (soft - 64) // 2))
+
+
+def _guarded_protocol(limit: int) -> type:
+    """uvicorn's h11 protocol with what uvicorn lacks: a deadline for each request head, and a connection cap.
+
+    uvicorn waits for a request's headers for ever (its keep-alive timeout starts
+    only after a response), so connections that never finish them pile up until
+    the process runs out of file descriptors and nobody can connect. Here a
+    connection with no request in progress is closed HEADER_SECONDS after it
+    opened or after its last response; and past `limit` open connections the
+    one idle the longest is closed to make room (a new one is refused only when
+    every open connection is busy with a request).
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_deadline: Any = None
+            self._idle_since = self.loop.time()
+            self._arm()
+            if len(self.connections) > limit:
+                idle = [c for c in self.connections if c is not self and getattr(c, "_idle_since", None) is not None and c._waiting()]
+                victim = min(idle, key=lambda c: c._idle_since) if idle else self
+                victim.transport.close()
+
+        def _waiting(self) -> bool:
+            """True while no request is being handled (reading a head, or idle between requests)."""
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            if self._head_deadline is not None:
+                self._head_deadline.cancel()
+            self._idle_since = self.loop.time()
+            self._head_deadline = self.loop.call_later(HEADER_SECONDS, self._head_timeout)
+
+        def _head_timeout(self) -> None:
+            self._head_deadline = None
+            if self._waiting() and not self.transport.is_closing():
+                self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._head_deadline is not None:
+                self._head_deadline.cancel()
+                self._head_deadline = None
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
 def _log_config() -> dict[str, Any]:
     """uvicorn's logging with the access log on stderr too: stdout is for results."""
     from uvicorn.config import LOGGING_CONFIG
@@ -366,5 +573,20 @@ def serve(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8765, allow_
         f"token {'required' if token else 'not required'})\n"
     )
     sys.stderr.flush()
-    config = uvicorn.Config(app, log_config=_log_config(), log_level="warning", access_log=False, lifespan="off")
+    limit = connection_limit()
+    config = uvicorn.Config(
+        app,
+        http=_guarded_protocol(limit),
+        limit_concurrency=2 * limit,  # requests in flight past this get 503 at once
+        # Connections accepted in one go before any is looked at: small, so the cap above
+        # closes idle ones before a burst can use up the open-file limit.
+        backlog=16,
+        h11_max_incomplete_event_size=16 * 1024,  # a request head over 16 KB is refused
+        timeout_keep_alive=5,
+        log_config=_log_config(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    _rate_limit_logs()
     uvicorn.Server(config).run(sockets=[sock])

@@ -8,6 +8,7 @@ ScanReport, the one object every front door renders.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import sys
@@ -96,6 +97,39 @@ def identity_mismatch(store: Store, wanted: dict[str, str]) -> str | None:
     return None
 
 
+def rebuild_path(db_path: Path) -> Path:
+    """Where a full rebuild writes its new database, beside the live one."""
+    return db_path.with_name(db_path.name + ".rebuild")
+
+
+def remove_rebuild_files(db_path: Path) -> None:
+    """Delete what a rebuild left beside the index (its database, -wal, -shm); call it under the writer lock.
+
+    Nothing but a rebuild holding the writer lock ever opens these files, so
+    under the lock they are leftovers (of a failed or killed rebuild) that
+    would otherwise keep a full disk full.
+    """
+    fresh = rebuild_path(db_path)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(str(fresh) + suffix)
+
+
+def _reason(exc: BaseException) -> str:
+    """A failure of SQLite or the OS in plain words ("the disk is full" first: it is the usual one)."""
+    text = str(getattr(exc, "strerror", None) or exc)
+    if "full" in text.lower() or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "the disk is full"
+    return text
+
+
+def _retry(exc: BaseException) -> str:
+    """What to do after a failed rebuild: free space first when the disk was full."""
+    if _reason(exc) == "the disk is full":
+        return "free disk space (a rebuild needs about twice the index's size) and run `brain index --full` again"
+    return "run `brain index --full` again"
+
+
 def _progress(total: int, label: str, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
@@ -125,6 +159,7 @@ class Indexer:
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
         with writer_lock(db_path):
+            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
@@ -196,24 +231,46 @@ class Indexer:
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
         db_path = self.settings.database_path
-        fresh_path = db_path.with_name(db_path.name + ".rebuild")
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(str(fresh_path) + suffix)
-        fresh = Store(fresh_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
+        fresh_path = rebuild_path(db_path)
+        remove_rebuild_files(db_path)
         try:
-            if db_path.exists():
-                self._copy_cache(fresh, db_path)
-            report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-            fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-            fresh.checkpoint()
-        finally:
-            fresh.close()
-        self._swap_in(fresh_path, db_path)
+            # The new file takes the live one's page size: the final copy needs equal sizes.
+            page_size = self._live_page_size(db_path)
+            fresh = Store(fresh_path, tokenizer=self.tokenizer, stemmer=self.stemmer, page_size=page_size)
+            try:
+                if db_path.exists():
+                    # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
+                    fresh.import_embedding_cache(db_path)
+                report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
+                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                fresh.checkpoint()
+            finally:
+                fresh.close()
+            self._swap_in(fresh_path, db_path)
+        except (sqlite3.Error, OSError) as exc:
+            remove_rebuild_files(db_path)
+            raise BrainError(
+                f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
+                f"partial new one removed; {_retry(exc)}"
+            ) from None
+        except BaseException:
+            # Left behind, a partial rebuild would keep a full disk full until the next one.
+            remove_rebuild_files(db_path)
+            raise
         report.rebuilt = True
         report.database = str(db_path)
         report.seconds = time.monotonic() - started
         return report
+
+    @staticmethod
+    def _live_page_size(db_path: Path) -> int | None:
+        if not db_path.exists():
+            return None
+        live = Store(db_path, create=False, readonly=True)  # a foreign or damaged file stops the rebuild here
+        try:
+            return live.page_size()
+        finally:
+            live.close()
 
     @staticmethod
     def _swap_in(fresh_path: Path, db_path: Path) -> None:
@@ -222,53 +279,46 @@ class Indexer:
         The pages are copied into the live file in one write transaction (SQLite's
         backup API): a reader sees the old index or the new one, never a mix, and a
         process that keeps the file open (a server) sees the new index on its next
-        query. Renaming the new file over the old one would leave such a process on
-        the old file for good, and pair the new file with the old one's -wal/-shm.
-        An interruption before the commit leaves the old index as it was.
+        query. When the copy fails (a full disk) the old index stays as it was and
+        the rebuild fails saying so: renaming the new file over the old one instead
+        would leave a server reading the deleted old file, and pair the new file
+        with the old one's -wal/-shm. Only a missing index is made by renaming.
         """
         if db_path.exists():
             live = Store(db_path)  # a foreign or damaged file stops the rebuild here, untouched
             try:
-                source = sqlite3.connect(str(fresh_path), isolation_level=None)
-                try:
-                    source.backup(live.conn)
-                    copied = True
-                except sqlite3.OperationalError:
-                    copied = False  # e.g. a different page size: fall back to renaming
-                finally:
-                    source.close()
-                live.checkpoint()
+                live.copy_from(fresh_path)
+            except sqlite3.Error as exc:
+                raise BrainError(
+                    f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
+                    f"as it was and the new one removed; {_retry(exc)}"
+                ) from None
             finally:
                 live.close()
-            if copied:
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(str(fresh_path) + suffix)
-                return
-        os.replace(fresh_path, db_path)
+            remove_rebuild_files(db_path)
+            return
+        # No live index: a -wal or -shm left beside its path (the index deleted by hand) would be
+        # read as part of the new file. Only the rebuild, under the writer lock, creates it now.
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
-                os.remove(str(fresh_path) + suffix)
-
-    @staticmethod
-    def _copy_cache(fresh: Store, old_path: Path) -> None:
-        # Vectors already computed are reused by the new database: a rebuild re-embeds nothing it knows.
-        try:
-            fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
-            with fresh.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO main.embedding_cache SELECT * FROM old.embedding_cache")
-        except sqlite3.Error:
-            pass  # an unreadable old index only costs re-embedding
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                fresh.conn.execute("DETACH DATABASE old")
+                os.remove(str(db_path) + suffix)
+        os.replace(fresh_path, db_path)
+        remove_rebuild_files(db_path)
 
     def _scan_into(self, store: Store, discovery: sources.Discovery, wanted: dict[str, str]) -> ScanReport:
         report = ScanReport(model=self.embedder.identity, database=str(store.path))
         store.set_meta(wanted)
         existing = store.all_files()
         on_disk = {f.rel for f in discovery.files}
-        gone = {path: row for path, row in existing.items() if path not in on_disk}
+        gone = {}
+        for path, row in existing.items():
+            if path in on_disk:
+                continue
+            hidden = discovery.hides(path)
+            if hidden is None:
+                gone[path] = row
+            else:  # not seen is not gone: an unreadable folder keeps its notes, reported failed
+                report.failed.append({"path": path, "reason": hidden})
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
-from .errors import BrainError
+from .errors import BrainError, user_error, without_folder
 from .served import ServedCorpus, single_thread_blas
 
 INSTRUCTIONS = (
@@ -33,10 +33,13 @@ def _tool_errors(corpus: ServedCorpus, run: Callable[[], Any]) -> Any:
     try:
         return run()
     except BrainError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(without_folder(str(exc), corpus.root)) from None
     except Exception as exc:  # a bug must not take the server down with it
+        known = user_error(exc)
+        if known is not None:  # a full disk, a read-only index, a name too long
+            raise ToolError(without_folder(str(known), corpus.root)) from None
         traceback.print_exc(file=sys.stderr)
-        raise ToolError(f"internal error in brain ({type(exc).__name__}: {exc}); see the server's log") from None
+        raise ToolError(f"internal error in brain ({type(exc).__name__}); see the server's log") from None
 
 
 def build_server(corpus: ServedCorpus) -> Any:

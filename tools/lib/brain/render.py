@@ -239,9 +239,12 @@ def status_text(report: Any) -> str:
         verdict = f"clean: the index matches the files ({how})"
     else:
         problems = [f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)]
+        if report.unlisted:
+            problems.append(f"{len(report.unlisted)} unreadable folder{'' if len(report.unlisted) == 1 else 's'}")
         if report.model_mismatch:
             problems.append("model changed")
-        verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); run `brain index` to fix"
+        fix = "make the folders readable, then run `brain index`" if report.unlisted else "run `brain index` to fix"
+        verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
         verdict,
         f"root        {report.root}",
@@ -252,6 +255,8 @@ def status_text(report: Any) -> str:
         f"orphaned    {len(report.orphaned)}  (indexed, gone from disk)",
     ]
     lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
+    for item in report.unlisted:
+        lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {item['path']}: {item['reason']}" for item in report.unreadable[:20]]
@@ -323,11 +328,26 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     )
     titles = ["mode", *METRICS.values(), "median ms"]
     rows = [[r.mode, *(f"{r.metrics[m]:.4f}" for m in METRICS), f"{r.median_ms:.1f}"] for r in report.results]
+    # Per kind of query (notes query files that name kinds): MRR@10 and R@5 per mode.
+    kinds = sorted({k for r in report.results for k in r.by_kind})
+    kind_titles = ["kind", "queries", *(f"{r.mode} {m}" for r in report.results for m in ("MRR@10", "R@5"))]
+    kind_rows = [
+        [kind, str(int(report.results[0].by_kind[kind]["queries"])),
+         *(f"{r.by_kind[kind][m]:.3f}" for r in report.results for m in ("mrr@10", "recall@5"))]
+        for kind in kinds
+    ]
     if markdown:
         out = [head, "", "| " + " | ".join(titles) + " |", "|" + "---|" + "---:|" * (len(titles) - 1)]
         out.extend("| " + " | ".join(row) + " |" for row in rows)
+        if kind_rows:
+            out.extend(["", "| " + " | ".join(kind_titles) + " |", "|" + "---|" + "---:|" * (len(kind_titles) - 1)])
+            out.extend("| " + " | ".join(row) + " |" for row in kind_rows)
         out.extend(["", tail])
         return "\n".join(out)
-    widths = [max(len(str(x)) for x in col) for col in zip(titles, *rows)]
-    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return "\n".join([head, line(titles), *(line(r) for r in rows), tail])
+
+    def table(heads: list[str], body: list[list[str]]) -> list[str]:
+        widths = [max(len(str(x)) for x in col) for col in zip(heads, *body)]
+        line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+        return [line(heads), *(line(r) for r in body)]
+
+    return "\n".join([head, *table(titles, rows), *(table(kind_titles, kind_rows) if kind_rows else []), tail])

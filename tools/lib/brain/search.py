@@ -27,6 +27,10 @@ from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
+# Longer queries are refused: a question is a sentence or a paragraph, and the work a
+# query costs (tokenising, FTS5 terms, the embedding, previews) grows with it; 1 MB
+# took 286 s and held the folder's lock meanwhile.
+MAX_QUERY_CHARS = 2000
 
 
 @dataclass
@@ -101,10 +105,14 @@ class Filter:
 
 def parse_filter(text: str) -> Filter:
     """`status=active` or `status!=archived` → Filter; anything else is a usage error."""
-    match = re.fullmatch(r"\s*([^=!\s]+)\s*(!=|=)\s*(.*?)\s*", text)
-    if not match or not match.group(3):
+    # Split by hand, not with a regex: `(.*?)\s*` backtracks quadratically over a run of spaces.
+    left, sep, value = text.partition("=")
+    negate = left.endswith("!")
+    key = (left[:-1] if negate else left).strip()
+    value = value.strip()
+    if not sep or not key or not value or any(ch in "=!" or ch.isspace() for ch in key):
         raise BrainError(f"--where {text!r} is not key=value or key!=value (e.g. status!=archived)", usage=True)
-    return Filter(match.group(1), match.group(3), match.group(2) == "!=")
+    return Filter(key, value, negate)
 
 
 # Function words of English and Italian (the languages of the notes this is made for).
@@ -128,12 +136,14 @@ def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | Non
     """
     terms: list[str] = []
     content: list[str] = []
+    seen: set[str] = set()  # a list lookup here made long queries quadratic
     for word in query.split():
         tokens = _TOKEN.findall(word)
         if not tokens:
             continue
         term = '"' + " ".join(stem(t) if stem else t for t in tokens) + '"'
-        if term not in terms:
+        if term not in seen:
+            seen.add(term)
             terms.append(term)
             if len(tokens) > 1 or tokens[0].lower() not in STOP_WORDS:
                 content.append(term)
@@ -141,6 +151,14 @@ def fts_match(query: str, stem: Callable[[str], str] | None = None) -> str | Non
     # weight, but FTS5 must score every row they match. A query of only such words keeps them.
     chosen = content or terms
     return " OR ".join(chosen) if chosen else None
+
+
+def check_query_length(query: str, what: str = "query") -> None:
+    """Refuse a query longer than MAX_QUERY_CHARS with the one line that says so."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise BrainError(
+            f"{what} is {len(query):,} characters, over the {MAX_QUERY_CHARS:,}-character limit; shorten it", usage=True
+        )
 
 
 def query_terms(query: str) -> list[str]:
@@ -162,6 +180,7 @@ def _make_preview(text: str, terms: list[str]) -> str:
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
 SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
+COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share of query words found
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
@@ -185,6 +204,7 @@ class Candidates:
     ids: list[int] = field(default_factory=list)
     keyword: dict[int, float] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
+    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid mode)
 
 
 class Fused(NamedTuple):
@@ -251,12 +271,15 @@ def effective_weight(candidates: Candidates, vector_weight: float, ratio: float)
     not a cosine threshold, keeps full weight on collections where both halves
     are flat (many relevant documents). `ratio` 0 turns the scaling off.
     """
-    if ratio <= 0:
-        return vector_weight
-    vector, keyword = spreads(candidates)
-    if keyword <= 0:  # BM25 found nothing to compare with
-        return vector_weight
-    return vector_weight * min(1.0, vector / keyword / ratio)
+    weight = vector_weight
+    if ratio > 0:
+        vector, keyword = spreads(candidates)
+        if keyword > 0:  # else BM25 found nothing to compare with
+            weight *= min(1.0, vector / keyword / ratio)
+    # The keyword half can only speak for the query words the notes contain: a question
+    # in the other language than the notes shares almost none, so the vector half takes
+    # the weight of the words that matched nothing.
+    return 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
 
 
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
@@ -305,7 +328,7 @@ def _explain(
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
-                   "spreads": [round(x, 4) for x in spreads(candidates)]}
+                   "spreads": [round(x, 4) for x in spreads(candidates)], "keyword_coverage": round(candidates.coverage, 4)}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -357,6 +380,19 @@ class Searcher:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
+
+    def follow_replaced(self) -> None:
+        """Drop the open index when its file was deleted or replaced, so the next read opens the one there now.
+
+        A rebuild copies into the live file and is seen at once; but an index
+        deleted and made again, or renamed into place, is another file, and the
+        connection would go on reading the old one (or a deleted one) for good.
+        """
+        if self._store is not None and self._store.replaced():
+            self._store.close()
+            self._store = None
+            self._vectors = None
+            self._version = None
 
     def _check_identity(self, store: Store) -> None:
         built = store.get_meta("model")
@@ -411,12 +447,14 @@ class Searcher:
             raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
+        check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
 
+        self.follow_replaced()  # once per query, before any read: the keyword thread never sees a swap
         store = self.store
         match = self.keyword_query(query)
         allowed = self._allowed_files(path_prefix, filters)
@@ -426,7 +464,7 @@ class Searcher:
         candidates = self._candidates(query, match, mode, pool, allowed)
         weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
-        # Ties break by chunk id so the order never depends on the result count.
+        # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
 
         terms = [fold(t) for t in query_terms(query)]
@@ -435,9 +473,12 @@ class Searcher:
         dropped: list[str] = []
         seen_files: set[int] = set()
         checked: dict[int, tuple[bool, str | None] | None] = {}
+        raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
         for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
             if not chunks and row.file_id in seen_files:
                 continue
+            if len(hits) >= limit and fused[cid].score < raw[hits[-1].chunk_id]:
+                break
             if row.file_id not in checked:
                 checked[row.file_id] = self._freshness(reader, file_row)
             fresh = checked[row.file_id]
@@ -467,8 +508,10 @@ class Searcher:
                 explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
             )
             hits.append(hit)
-            if len(hits) >= limit:
-                break
+            raw[cid] = part.score
+        # Equal scores (duplicate texts in different files) are ordered by path, so the
+        # order is the same in every index of the same notes, whatever the insertion order.
+        hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
         response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped)
         if excerpt_chars is not None:
             add_excerpts(reader, response, int(excerpt_chars))
@@ -522,6 +565,9 @@ class Searcher:
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
+        if use_keyword and use_vector:
+            terms = re.findall(r'"[^"]*"', match)  # fts_match quotes every term
+            found.coverage = store.terms_found(terms) / len(terms)
         if use_keyword:
             # Vector candidates get their real BM25 score too (0 when no query word is in them).
             matches, of_vector = store.pick_matches(pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))

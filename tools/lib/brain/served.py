@@ -79,6 +79,26 @@ def _as_dict(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
+MAX_NAME_BYTES = 255  # one file or folder name, as POSIX file systems allow
+MAX_PATH_BYTES = 4000  # a whole path (PATH_MAX is 4096 on Linux)
+
+
+def _check_path_text(text: str, field: str) -> None:
+    """Refuse, before any file system call, a path the file system would choke on (a traceback and a 500 before)."""
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRefused(f"path {ascii(text[:60])} is not valid Unicode (it has a lone surrogate); send UTF-8 text",
+                          field=field) from None
+    shown = ascii(text[:60]) + ("…" if len(text) > 60 else "")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefused(f"path {shown} is {len(encoded):,} bytes, over the {MAX_PATH_BYTES:,}-byte limit; "
+                          "give a note's path as search prints it", field=field)
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in text.replace("\\", "/").split("/")):
+        raise PathRefused(f"path {shown} has a name over {MAX_NAME_BYTES} bytes, longer than any file can have; "
+                          "give a note's path as search prints it", field=field)
+
+
 def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
 
@@ -93,6 +113,7 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused("path is empty; give a note's path relative to the notes folder", field=field)
     if "\x00" in text:
         raise PathRefused("path contains a NUL byte", field=field)
+    _check_path_text(text, field)
     unified = text.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
         raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
@@ -119,6 +140,7 @@ def path_prefix(raw: str | None, field: str = "path") -> str | None:
     """The search `path` filter: relative, without `..` (it only narrows results, but a climb out is refused plainly)."""
     if raw is None or not raw.strip():
         return None
+    _check_path_text(raw.strip(), field)
     unified = raw.strip().replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
         raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)

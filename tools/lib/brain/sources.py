@@ -45,6 +45,16 @@ class Discovery:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    # Folders (or entries) the walk could not look into, with the reason: what the index
+    # holds under them is unknown, not gone, and must be kept (and reported), never removed.
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
+
+    def hides(self, rel: str) -> str | None:
+        """The reason `rel` (a root-relative path) could not be seen by the walk, or None if it could."""
+        for where, reason in self.unlisted:
+            if where == "." or rel == where or rel.startswith(where + "/"):
+                return f"{where} cannot be read ({reason}); kept in the index as it was: make it readable"
+        return None
 
 
 @dataclass
@@ -192,7 +202,9 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
-        found.skipped.append((relative_name(settings, folder) or ".", f"cannot list folder: {exc.strerror}"))
+        where = relative_name(settings, folder) or "."
+        found.skipped.append((where, f"cannot list folder: {exc.strerror}"))
+        found.unlisted.append((where, str(exc.strerror or exc).lower()))
         return
     for entry in entries:
         if _is_hidden(entry.name):
@@ -213,7 +225,11 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
             if rules.is_ignored(path, is_dir=False):
                 continue
             info = entry.stat(follow_symlinks=True)
-        except OSError:
+        except FileNotFoundError:
+            continue  # gone during the walk (or a dangling link): truly not there
+        except OSError as exc:
+            # There, but cannot be looked at (e.g. a folder without search permission).
+            found.unlisted.append((relative_name(settings, path), str(exc.strerror or exc).lower()))
             continue
         if not stat.S_ISREG(info.st_mode):
             continue
@@ -223,8 +239,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
 def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     """The SourceFile for one path given by a person, or the reason it does not belong.
 
-    A path that no longer exists but sits inside a root comes back as a SourceFile
-    with size -1, so the caller can remove it from the index.
+    A path that no longer exists (or is now a folder) but sits inside a root comes
+    back as a SourceFile with size -1, so the caller can remove it from the index.
     """
     path = Path(os.path.expanduser(str(raw)))
     if not path.is_absolute():
@@ -241,10 +257,17 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         return f"{raw}: hidden files and folders are not indexed"
     if not path.name.lower().endswith(settings.extensions):
         return f"{raw}: not a note type ({', '.join(settings.extensions)})"
-    if not path.exists():
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError as exc:
+        # Unreadable is not gone: the caller keeps what the index holds and reports why.
+        return f"{raw}: cannot read: {str(exc.strerror or exc).lower()}"
+    if info is None or stat.S_ISDIR(info.st_mode):
+        # A folder where a note was (`a.md/` replacing `a.md`) means that note is gone:
+        # its row must leave the index, or search would go on quoting text that no longer exists.
         return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)
-    if path.is_dir():
-        return f"{raw}: is a folder; give files, or run `brain index` for everything"
     rules = IgnoreRules(settings)
     folder = path.parent
     while folder != settings.root and settings.root in folder.parents:
@@ -253,7 +276,6 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         folder = folder.parent
     if rules.is_ignored(path, is_dir=False):
         return f"{raw}: ignored by an ignore rule"
-    info = path.stat()
     return SourceFile(path=path, rel=rel, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
@@ -284,8 +306,96 @@ def _normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# Bounds on frontmatter (YAML): a note's metadata is a few keys, and a hostile one
+# (5,000 nested brackets, a "billion laughs" alias bomb) must not crash or exhaust
+# a scan. Past a bound the metadata is ignored with a warning; the body is indexed.
+FRONTMATTER_MAX_BYTES = 64_000
+FRONTMATTER_MAX_DEPTH = 32
+FRONTMATTER_MAX_ALIASES = 100
+FRONTMATTER_MAX_EXPANDED = 256_000  # characters of scalars plus nodes, with every alias expanded
+
+
+class _FrontmatterTooBig(Exception):
+    """Frontmatter past one of the bounds; the message names which."""
+
+
+def _yaml_loader() -> Any:
+    """libyaml's parser when PyYAML has it (fast, and it refuses nesting past 1,000), else the pure-Python one."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_frontmatter(block: str) -> None:
+    """Walk the YAML events once, stopping early, and refuse depth, aliases or expansion past the bounds.
+
+    Events come lazily, so a 5,000-deep document stops at depth 33; each
+    anchored node's expanded size is kept, so an alias counts as the whole
+    subtree it stands for and a bomb is refused before anything is built.
+    """
+    import yaml
+
+    size = len(block.encode("utf-8", "surrogatepass"))
+    if size > FRONTMATTER_MAX_BYTES:
+        raise _FrontmatterTooBig(f"frontmatter is {size:,} bytes, over the {FRONTMATTER_MAX_BYTES:,}-byte limit")
+    anchored: dict[str, int] = {}
+    open_nodes: list[list[Any]] = [[None, 0]]  # [anchor, expanded size so far] of each open collection
+    aliases = 0
+
+    def add(amount: int) -> None:
+        open_nodes[-1][1] += amount
+        if open_nodes[-1][1] > FRONTMATTER_MAX_EXPANDED:
+            raise _FrontmatterTooBig(f"frontmatter expands past {FRONTMATTER_MAX_EXPANDED:,} characters (YAML aliases)")
+
+    try:
+        events = list(_bounded_events(block))
+    except yaml.YAMLError as exc:
+        if "nesting depth" in str(exc):  # libyaml's own bound (1,000) met before ours
+            raise _FrontmatterTooBig(f"frontmatter nests deeper than {FRONTMATTER_MAX_DEPTH} levels") from None
+        raise
+    for event in events:
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            open_nodes.append([event.anchor, 1])
+            if len(open_nodes) - 1 > FRONTMATTER_MAX_DEPTH:
+                raise _FrontmatterTooBig(f"frontmatter nests deeper than {FRONTMATTER_MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, total = open_nodes.pop()
+            if anchor is not None:
+                anchored[anchor] = total
+            add(total)
+        elif isinstance(event, yaml.ScalarEvent):
+            total = 1 + len(event.value)
+            if event.anchor is not None:
+                anchored[event.anchor] = total
+            add(total)
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > FRONTMATTER_MAX_ALIASES:
+                raise _FrontmatterTooBig(f"frontmatter uses more than {FRONTMATTER_MAX_ALIASES} YAML aliases")
+            add(anchored.get(event.anchor, 1))
+
+
+def _bounded_events(block: str) -> Any:
+    """YAML events of `block`, ending early once collections nest past the depth bound."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(block, Loader=_yaml_loader()):
+        yield event
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > FRONTMATTER_MAX_DEPTH:
+                return  # the walk below refuses it; the parser reads no further
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
-    """Frontmatter parsed to a dict and replaced by blank lines (so line numbers hold)."""
+    """Frontmatter parsed to a dict and replaced by blank lines (so line numbers hold).
+
+    Frontmatter past the bounds above, or that YAML cannot read, leaves the
+    metadata empty and a warning naming why; the body is indexed all the same.
+    """
     import yaml
 
     if not text.startswith("---\n"):
@@ -301,10 +411,16 @@ def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
     blank = "\n" * text[: close].count("\n")
     body = blank + text[close:]
     try:
-        data = yaml.safe_load(block)
+        _check_frontmatter(block)
+        data = yaml.load(block, Loader=yaml.SafeLoader)
+    except _FrontmatterTooBig as exc:
+        return body, {}, [f"{exc}; metadata ignored"]
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "parse error"
         return body, {}, [f"frontmatter is not valid YAML ({first}); metadata ignored"]
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # The safe constructor raises these for values like `date: 2024-13-45`.
+        return body, {}, [f"frontmatter has a value YAML cannot build ({type(exc).__name__}: {str(exc)[:120]}); metadata ignored"]
     if data is None:
         return body, {}, []
     if not isinstance(data, dict):
@@ -322,8 +438,41 @@ def _json_safe(value: Any) -> Any:
     return str(value)  # dates and the like
 
 
+# Bounds on the work one PDF may cost (pypdf reads about 1 MB of page content a second
+# here). A 50 KB file whose 300 pages all draw one 1 MB content stream took over
+# 9 minutes, and `status` paid it again on every run. Past a bound the file fails
+# with the reason; text PDFs of a thousand pages stay well inside all three.
+PDF_MAX_PAGES = 5000
+PDF_MAX_CONTENT_BYTES = 32_000_000  # page content once decompressed, summed over pages (a shared stream counts each time)
+PDF_MAX_SECONDS = 30.0  # text extraction of one file
+
+
+def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
+    """Decompressed bytes of one page's content streams (each stream decoded once, by object number)."""
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    contents = page.get("/Contents")
+    if contents is None:
+        return 0
+    resolved = contents.get_object() if isinstance(contents, IndirectObject) else contents
+    parts = list(resolved) if isinstance(resolved, ArrayObject) else [contents]
+    total = 0
+    for part in parts:
+        key = part.idnum if isinstance(part, IndirectObject) else id(part)
+        if key not in sizes:
+            stream = part.get_object()
+            sizes[key] = len(stream.get_data()) if hasattr(stream, "get_data") else 0
+        total += sizes[key]
+    return total
+
+
+class _PdfTooSlow(Exception):
+    """Raised from inside pypdf's text extraction once the time bound has passed."""
+
+
 def _extract_pdf(data: bytes) -> ExtractedText:
     import logging
+    import time
 
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
@@ -339,7 +488,31 @@ def _extract_pdf(data: bytes) -> ExtractedText:
                 raise
             except Exception:
                 raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy") from None
-        pages = [(page.extract_text() or "") for page in reader.pages]
+        count = len(reader.pages)
+        if count > PDF_MAX_PAGES:
+            raise ExtractionError(f"PDF has {count:,} pages, over the {PDF_MAX_PAGES:,}-page limit; split it into parts")
+        # Measured before any text is extracted, so a hostile file fails in a second.
+        sizes: dict[int, int] = {}
+        content = 0
+        for page in reader.pages:
+            content += _page_content_bytes(page, sizes)
+            if content > PDF_MAX_CONTENT_BYTES:
+                raise ExtractionError(
+                    f"PDF page content is over the {PDF_MAX_CONTENT_BYTES / 1e6:g} MB limit once decompressed "
+                    "(pages repeating one huge stream?); split it or save it again as a plain PDF"
+                )
+        deadline = time.monotonic() + PDF_MAX_SECONDS
+
+        def in_time(*_: Any) -> None:
+            # Called by pypdf before each drawing operator: stops one page that takes too long.
+            if time.monotonic() > deadline:
+                raise _PdfTooSlow
+
+        pages = [(page.extract_text(visitor_operand_before=in_time) or "") for page in reader.pages]
+    except _PdfTooSlow:
+        raise ExtractionError(
+            f"PDF text took over the {PDF_MAX_SECONDS:g} s limit to extract; split it or save it again as a plain PDF"
+        ) from None
     except ExtractionError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:

@@ -165,33 +165,67 @@ def _file_row(row: Sequence[Any]) -> FileRow:
 _FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts"
 
 
-def _check_foreign(path: Path) -> None:
-    """Refuse a file at the database path that is not an SQLite database of ours."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if not header.startswith(b"SQLite format 3\x00"):
-        raise BrainError(f"{path} is not an SQLite database; move it away or set `database` in brain.toml to another path")
-    app_id = int.from_bytes(header[68:72], "big")
-    if app_id not in (0, APPLICATION_ID):
-        raise BrainError(f"{path} is an SQLite database of another program; set `database` in brain.toml to another path")
+# SQLite result codes (the low byte of sqlite3.Error.sqlite_errorcode) that say the file
+# itself is not a usable database. Every other failure (a full disk, no permission, a
+# lock held too long) says nothing about the file: it must never be called damaged.
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    """True when SQLite found the file itself broken or not a database, not when it could not use it."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:  # no code: judge by SQLite's own words
+        return "malformed" in str(exc) or "not a database" in str(exc)
+    return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+
+
+def _open_failure(path: Path, exc: sqlite3.Error) -> BrainError:
+    """The one-line error for an index SQLite could not open or read."""
+    if getattr(exc, "sqlite_errorcode", None) is not None and exc.sqlite_errorcode & 0xFF == _SQLITE_NOTADB:
+        return BrainError(f"{path} is not an SQLite database (or its header is damaged); "
+                          "move it away or set `database` in brain.toml to another path")
+    if _is_damage(exc):
+        return BrainError(f"{path} is damaged or not an index ({exc}); delete it and run `brain index` to rebuild")
+    # The file may be perfectly good: say what failed, never "delete it".
+    return BrainError(f"cannot use the index at {path} ({exc}); it was left as it is: "
+                      "free disk space or fix the folder's permissions, then try again")
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when nothing is there; a stat, never an open."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class Store:
     """One open index database."""
 
     def __init__(
-        self, path: Path, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
+        self,
+        path: Path,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        tokenizer: str | None = None,
+        stemmer: str | None = None,
+        page_size: int | None = None,
     ) -> None:
-        """Open (or create) the index at `path`; `tokenizer` and `stemmer` are used only when the index is created."""
+        """Open (or create) the index at `path`; `tokenizer`, `stemmer` and `page_size` are used only when it is created."""
         self.path = path
+        self._new_page_size = page_size
         self.tokenizer = tokenizer or FTS_TOKENIZER
         self._new_stemmer = stemmer or STEMMER
         if self.tokenizer not in FTS_TOKENIZERS:
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
+        # The file is never opened here outside SQLite: closing any other descriptor of it
+        # would drop the POSIX locks SQLite holds on it for this process's other
+        # connections (a server's warm one), and the next process would then believe
+        # itself alone and delete the -wal and -shm under them. SQLite reads the header.
         try:
-            _check_foreign(path)
             if not path.exists():
                 if not create:
                     raise BrainError(f"no index at {path}; run `brain index` first")
@@ -199,12 +233,29 @@ class Store:
                 self._ignore_in_git(path.parent)
         except OSError as exc:
             raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
-        try:
-            self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA busy_timeout = 30000")
-            self._prepare(readonly)
-        except sqlite3.DatabaseError as exc:
-            raise BrainError(f"{path} is damaged or not an index ({exc}); delete it and run `brain index` to rebuild") from None
+        for attempt in range(3):
+            before = _file_identity(path)
+            try:
+                self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+                self.conn.execute("PRAGMA busy_timeout = 30000")
+                self._prepare(readonly)
+            except sqlite3.Error as exc:
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+                raise _open_failure(path, exc) from None
+            # The file this connection reads, by device and inode: `replaced` compares the path with it.
+            self.identity = _file_identity(path)
+            if before is None or before == self.identity or attempt == 2:
+                break
+            self.conn.close()  # replaced while opening: open the file that is there now
+
+    def replaced(self) -> bool:
+        """True when the path no longer names the file this connection reads (deleted, or another file put there).
+
+        A long-lived reader (a server) checks this before each request and reopens:
+        SQLite itself keeps reading the old file, from its own descriptors, for good.
+        """
+        return _file_identity(self.path) != self.identity
 
     @staticmethod
     def _ignore_in_git(folder: Path) -> None:
@@ -219,7 +270,7 @@ class Store:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if app_id == 0 and tables:
+        if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
             raise BrainError(f"{self.path} is an SQLite database of another program; set `database` in brain.toml to another path")
         if version > SCHEMA_VERSION:
             raise BrainError(
@@ -228,6 +279,9 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         if readonly:
             return
+        if self._new_page_size and version == 0 and not tables:
+            # Only a new, empty file takes a page size (before WAL fixes it for good).
+            conn.execute(f"PRAGMA page_size = {int(self._new_page_size)}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -491,6 +545,16 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
 
+    def terms_found(self, terms: list[str]) -> int:
+        """How many of these FTS5 terms (each a quoted word or phrase) match at least one chunk."""
+        found = 0
+        try:
+            for term in terms:
+                found += self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (term,)).fetchone() is not None
+        except sqlite3.OperationalError as exc:
+            raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
+        return found
+
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
@@ -530,6 +594,25 @@ class Store:
             matrix[done:end] = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
             done = end
         return ids[:done], file_ids[:done], matrix[:done]
+
+    def copy_from(self, other: Path) -> None:
+        """Make this database a copy of the one at `other`, in one write transaction (SQLite's backup API).
+
+        Readers see all of the old contents or all of the new, and a connection
+        kept open elsewhere (a server's) sees the new ones at its next read. On
+        failure (a full disk) the transaction rolls back: nothing changed.
+        Raises sqlite3.Error.
+        """
+        source = sqlite3.connect(str(other), isolation_level=None)
+        try:
+            source.backup(self.conn)
+        finally:
+            source.close()
+        self.checkpoint()
+
+    def page_size(self) -> int:
+        """The page size of this database file, in bytes."""
+        return int(self.conn.execute("PRAGMA page_size").fetchone()[0])
 
     def data_version(self) -> int:
         """Changes whenever another connection commits: tells a warm process to reload."""

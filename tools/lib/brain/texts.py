@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -100,9 +101,16 @@ class TextReader:
     def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
         path = self.settings.root / row.path
         try:
-            return path, path.stat()
-        except OSError:
+            info = path.stat()
+        except (FileNotFoundError, NotADirectoryError):
             raise FileGone("deleted since it was indexed; run `brain index`") from None
+        except OSError as exc:
+            # There but unreadable (a folder without permission): not gone, the index keeps its copy.
+            raise TextUnavailable(f"cannot read: {str(exc.strerror or exc).lower()}") from None
+        if stat.S_ISDIR(info.st_mode):
+            # The note was replaced by a folder of its name: its indexed text exists nowhere now.
+            raise FileGone("now a folder, no longer a note; run `brain index`")
+        return path, info
 
     def _bytes(self, path: Path) -> bytes:
         try:

