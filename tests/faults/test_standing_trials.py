@@ -276,17 +276,17 @@ DISK_MB = 16
 
 
 class KnownFindings:
-    """Checks that fail until a finding of issue 13 is fixed elsewhere: collected, then one xfail.
+    """Checks that fail until a known fault is fixed: collected, then one xfail naming each.
 
     Every other assertion of the test runs first and stays strict; once the fix is
-    merged the test passes, and the check can become a plain assert.
+    in, the test passes, and the check can become a plain assert.
     """
 
     def __init__(self) -> None:
         self.seen: dict[str, list[str]] = {}
 
     def check(self, ok: bool, finding: str, what: str) -> None:
-        """Note `what` against `finding` (e.g. "F12") when `ok` is false."""
+        """Note `what` against `finding` (e.g. FULL_DISK_READS) when `ok` is false."""
         if not ok:
             self.seen.setdefault(finding, []).append(what)
 
@@ -331,10 +331,10 @@ def fill(root: Path, leave: int) -> Path:
     return filler
 
 
-def one_line_error(finding: KnownFindings, stderr: str, what: str) -> None:
-    """A failed command must say why in one line (F18 is about raw tracebacks here)."""
+def assert_one_line_error(stderr: str, what: str) -> None:
+    """A failed command says why in one line, never a traceback (F18)."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    finding.check("Traceback" not in stderr and len(lines) == 1, "F18", f"{what} wrote {len(lines)} lines: {stderr.strip()[-300:]!r}")
+    assert "Traceback" not in stderr and len(lines) == 1, f"{what} wrote {len(lines)} lines: {stderr.strip()[-300:]!r}"
 
 
 def copies(root: Path, folder: str, count: int) -> dict[str, str]:
@@ -343,16 +343,22 @@ def copies(root: Path, folder: str, count: int) -> dict[str, str]:
     return {f"{folder}/n{i:02}.md": (root / f"old/n{20 + i % 20:02}.md").read_text(encoding="utf-8") for i in range(count)}
 
 
-def not_damaged(finding: KnownFindings, output: str, what: str) -> None:
-    """An intact index must never be called damaged (the advice is to delete it): F12."""
-    finding.check("damaged" not in output, "F12", f"{what} calls the intact index damaged: {output.strip()[-200:]!r}")
+def assert_not_called_damaged(output: str, what: str) -> None:
+    """An intact index is never called damaged: the advice that goes with it is to delete it (F12)."""
+    assert "damaged" not in output, f"{what} calls the intact index damaged: {output.strip()[-200:]!r}"
+
+
+# Two faults the trials found that are not among issue 13's findings (see docs/reliability.md).
+FULL_DISK_READS = "reads on a full disk"
+VANISHED = "a note deleted during the rebuild"
 
 
 def usable_while_full(finding: KnownFindings, root: Path, leave: int) -> None:
-    """The old index answers while the disk is still full (F12: opening it needs room for -wal/-shm today)."""
+    """The old index answers while the disk is still full. Not yet: with no byte free, SQLite
+    cannot create the -wal/-shm files a reader of a WAL database needs once they are gone."""
     problems = index_problems(root)
     hits = search_paths(root, mark(7))
-    finding.check(not problems and hits == ["old/n07.md"], "F12",
+    finding.check(not problems and hits == ["old/n07.md"], FULL_DISK_READS,
                   f"with {leave} bytes free the intact index cannot be read: {problems or hits}")
 
 
@@ -373,9 +379,9 @@ def test_a_full_disk_during_index_keeps_the_old_index(small_disk: Path, fault_fi
         else:
             failed += 1
             assert done.returncode == 1, done.stderr
-            one_line_error(known, done.stderr, f"`brain index` on a full disk ({leave} bytes free)")
+            assert_one_line_error(done.stderr, f"`brain index` on a full disk ({leave} bytes free)")
             assert any(word in done.stderr.lower() for word in ("disk", "space", "full")), done.stderr
-            not_damaged(known, done.stderr, f"`brain index` with {leave} bytes free")
+            assert_not_called_damaged(done.stderr, f"`brain index` with {leave} bytes free")
         usable_while_full(known, root, leave)
         filler.unlink()
         # Whatever was committed before the disk filled is whole, and every old note is still found.
@@ -409,17 +415,16 @@ def test_a_full_disk_during_the_nightly_rebuild_keeps_the_old_index(small_disk: 
         if done.returncode == 0:
             fitted += 1
             # A rebuild that fell back to renaming leaves a running server on the deleted file.
-            known.check(db.stat().st_ino == inode, "F12", f"the rebuild replaced the database file ({leave} bytes free)")
+            assert db.stat().st_ino == inode, f"the rebuild replaced the database file ({leave} bytes free)"
         else:
             failed += 1
             assert done.returncode == 1, done.stderr
             assert "ERROR nightly rebuild failed: " in done.stderr, done.stderr
-            known.check("Traceback" not in done.stderr and "Logging error" not in done.stderr, "F18",
-                        f"`brain schedule --once` on a full disk wrote a traceback: {done.stderr.strip()[-300:]!r}")
-            not_damaged(known, done.stderr, f"`brain schedule --once` with {leave} bytes free")
+            assert "Traceback" not in done.stderr and "Logging error" not in done.stderr, done.stderr[-500:]
+            assert_not_called_damaged(done.stderr, f"`brain schedule --once` with {leave} bytes free")
             status = run_cli("--root", str(root), "status", timeout=TIMEOUT)
-            not_damaged(known, status.stdout + status.stderr, f"`brain status` after a rebuild with {leave} bytes free")
-        known.check(not leftovers, "F12", f"leftover {leftovers} after a rebuild with {leave} bytes free")
+            assert_not_called_damaged(status.stdout + status.stderr, f"`brain status` after a rebuild with {leave} bytes free")
+        assert not leftovers, f"leftover {leftovers} after a rebuild with {leave} bytes free"
         usable_while_full(known, root, leave)
         filler.unlink()
         # The rebuild is all or nothing: the new index, or all of the old one.
@@ -432,12 +437,11 @@ def test_a_full_disk_during_the_nightly_rebuild_keeps_the_old_index(small_disk: 
     filler = fill(root, 0)
     done = run_cli("--root", str(root), "index", "--full", timeout=TIMEOUT)
     assert done.returncode == 1, done.stderr
-    one_line_error(known, done.stderr, "`brain index --full` on a full disk")
-    not_damaged(known, done.stderr, "`brain index --full` on a full disk")
+    assert_one_line_error(done.stderr, "`brain index --full` on a full disk")
+    assert_not_called_damaged(done.stderr, "`brain index --full` on a full disk")
     filler.unlink()
     assert indexed_paths(root) == before and index_problems(root) == []
-    for leftover in (root / ".brain").glob("brain.sqlite.rebuild*"):
-        leftover.unlink()  # F12 leaves them; they must not decide whether the next run converges
+    assert not list((root / ".brain").glob("brain.sqlite.rebuild*"))
     done = run_cli("--root", str(root), "schedule", "--once", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert index_problems(root) == [] and verify_problems(root) == []
@@ -633,35 +637,22 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
         f"searches: {', '.join(t.line() for t in tallies.values())}; rebuild exit {rebuild.returncode if rebuild else 'not run'}; "
         f"{len(hook_failures)} hook failures, {len(lost)} lost writes, {len(stale)} stale texts, {errors} error responses"
     ))
-    # F1: a server reading a note through /file or memory_get_file drops its own SQLite locks,
-    # and the next writer checkpoints under it: its answers fail from then on, and the index
-    # on disk may follow. Until F1 is fixed, what follows server errors is counted against F1.
     served = {door: tallies[door].errors[:2] for door in ("HTTP", "MCP") if tallies[door].errors}
-    checks = {
-        "server error responses": (not served, served),
-        "the rebuild": (rebuild is not None and rebuild.returncode == 0, rebuild_err[-500:] or "it never started"),
-        "CLI searches": (not tallies["CLI"].errors, tallies["CLI"].errors[:3]),
-        "searches that found nothing": (not any(t.empty for t in tallies.values()), [t.line() for t in tallies.values()]),
-        "hook runs": (not hook_failures, hook_failures[:3]),
-        "indexed commit": (status["indexed_commit"] == git(root, "rev-parse", "HEAD").strip(), status["indexed_commit"]),
-        "integrity": (not (problems := index_problems(root)), problems),
-        "status --verify": (not (unclean := verify_problems(root)), unclean),
-        "lost writes": (not lost, lost[:5]),
-        "stale texts": (not stale, stale[:5]),
-        "index = files on disk": (safely(lambda: indexed_paths(root)) == notes_on_disk(root) == set(latest), ""),
-    }
-    known = KnownFindings()
-    for what, (ok, detail) in checks.items():
-        if served:
-            known.check(ok, "F1", f"{what} after server errors: {detail}")
-        else:
-            assert ok, f"{what}: {detail}"
-    known.xfail_if_any()
-
-
-def safely(read: Any) -> Any:
-    """What `read()` returns, or the error it raised (a damaged index must not hide the other checks)."""
-    try:
-        return read()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+    # The /file and memory_get_file reads between searches once made each server drop its own
+    # SQLite locks, and the next writer corrupted the index under it (F1).
+    assert not served, served
+    assert not tallies["CLI"].errors, tallies["CLI"].errors[:3]
+    assert not any(t.empty for t in tallies.values()), [t.line() for t in tallies.values()]
+    assert not hook_failures, hook_failures[:3]
+    assert status["indexed_commit"] == git(root, "rev-parse", "HEAD").strip()
+    assert index_problems(root) == [] and verify_problems(root) == []
+    assert not lost, lost[:5]
+    assert not stale, stale[:5]
+    assert indexed_paths(root) == notes_on_disk(root) == set(latest)
+    assert rebuild is not None, "the rebuild never started"
+    if rebuild.returncode != 0:
+        # A note deleted by a commit while the rebuild read the folder is reported failed,
+        # and the nightly run exits 1, though the note is simply gone (not in issue 13).
+        vanished = [line for line in rebuild_err.splitlines() if line.strip().startswith("failed ")]
+        assert vanished and all("No such file or directory" in line for line in vanished), rebuild_err[-500:]
+        pytest.xfail(f"{VANISHED}: {vanished[0].strip()}")
