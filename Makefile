@@ -4,33 +4,38 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# The default install: brain with its bundled multilingual model (no torch), the
-# test tools and `brain eval`'s metrics library.
-EXTRAS ?= dev,eval
+PIP    := $(BIN)/pip install --disable-pip-version-check --progress-bar on
 # Opt-in (`make torch`): sentence-transformers models. Asked for alone, pip picks
 # torch's CUDA build on Linux (several GB); pin the build you want here.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+TESTSTAMP := $(VENV)/.installed-test
 EXAMPLE := examples/brain
 
 .PHONY: setup torch demo test bench clean
 
+# The default install: brain with its bundled multilingual model, no torch.
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e '.[$(EXTRAS)]'
+	$(PIP) -e .
 	touch $(STAMP)
+
+# The tests' tools and `brain eval`'s metrics library (ranx, ~450 MB with its own dependencies).
+$(TESTSTAMP): $(STAMP)
+	$(PIP) -e '.[dev,eval]'
+	touch $(TESTSTAMP)
 
 setup: $(STAMP)
 
-torch: setup
-	$(BIN)/pip install --disable-pip-version-check --progress-bar on "$(TORCH)" -e '.[$(EXTRAS),torch]'
+torch: $(TESTSTAMP)
+	$(PIP) "$(TORCH)" -e '.[dev,eval,torch]'
 
 demo: setup
 	$(BIN)/brain --root $(EXAMPLE) index --yes
 	$(BIN)/brain --root $(EXAMPLE) search "progetti Laravel per la clinica"
 	$(BIN)/brain --root $(EXAMPLE) search "nginx SSL certificate" --mode bm25
 
-test: setup
+test: $(TESTSTAMP)
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -408,7 +408,8 @@ def test_f18_full_disk_is_a_one_line_error(tmp_path: Path, room: int) -> None:
     # with 100 KB while the index is being created.
     with small_disk(tmp_path, "4m") as disk:
         root = disk / "notes"
-        text = " ".join(f"word{n}" for n in range(10_000))
+        # Large on disk, cheap to embed: nearly every chunk has the same text, embedded once.
+        text = "parola " * 10_000
         write(root, {f"note{n}.md": f"# Note {n}\n{text}\n" for n in range(2)})
         fill(disk, room)
         full = one_line_error(run_cli("--root", str(root), "index", timeout=HANG))
