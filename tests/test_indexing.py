@@ -132,7 +132,7 @@ def test_changed_chunking_rebuilds_and_reuses_cache(tmp_path: Path) -> None:
     assert report.rebuilt
     assert report.counts()["added"] == 3
     stats = Brain(tmp_path).stats()
-    assert stats["chunking"].startswith("v1:chars=400")
+    assert stats["chunking"].startswith("v2:chars=400")
 
 
 def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:

@@ -191,7 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except BrainError as exc:
-        sys.stderr.write(f"brain: {exc}\n")
+        from .render import shown
+
+        sys.stderr.write(f"brain: {shown(str(exc))}\n")  # one line, whatever names the message quotes
         return EXIT_USAGE if exc.usage else EXIT_FAILURE
     except (OSError, sqlite3.Error, UnicodeError) as exc:
         # A full disk, a read-only index, a name too long: one line, not a traceback.
@@ -413,8 +415,15 @@ def _stop_on_signals() -> Any:
     import threading
 
     stop = threading.Event()
+
+    def on_signal(number: int, _frame: Any) -> None:
+        stop.set()
+        # A second signal ends the process at once (SIGTERM's default; Ctrl-C's
+        # KeyboardInterrupt) instead of waiting for the re-index in progress.
+        signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
+
     for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
+        signal.signal(number, on_signal)
     return stop
 
 

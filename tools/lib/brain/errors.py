@@ -9,9 +9,10 @@ class BrainError(Exception):
     The message is a single line naming what was wrong and how to fix it.
     """
 
-    def __init__(self, message: str, *, usage: bool = False) -> None:
+    def __init__(self, message: str, *, usage: bool = False, field: str | None = None) -> None:
         super().__init__(message)
         self.usage = usage  # True: a bad flag or argument (exit code 2)
+        self.field = field  # the input it is about (`offset`, `excerpt_chars`…), named in HTTP's error body
 
 
 def user_error(exc: BaseException) -> BrainError | None:

@@ -102,6 +102,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
         finally:
             store.close()
     report.files_indexed = len(rows)
+    report.unreadable.extend({"path": rel, "reason": reason} for rel, reason in discovery.refused)
     report.unlisted = [{"path": where, "reason": reason} for where, reason in discovery.unlisted]
     report.orphaned = []
     for rel in sorted(rows):
@@ -116,15 +117,15 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:
-            reason = _unreadable_reason(source, max_bytes)
+            reason = _unreadable_reason(settings, source, max_bytes)
             if reason is None:
                 report.missing.append(rel)
             else:
                 report.unreadable.append({"path": rel, "reason": reason})
         elif verify:
             try:
-                digest = sources.content_hash(source.path.read_bytes())
-            except OSError:
+                digest = sources.content_hash(sources.read_note(settings, source.path, max_bytes))
+            except (OSError, sources.ExtractionError):
                 digest = ""
             if digest != row.hash:
                 report.stale.append(rel)
@@ -136,12 +137,14 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     return report
 
 
-def _unreadable_reason(source: sources.SourceFile, max_bytes: int) -> str | None:
+def _unreadable_reason(settings: Settings, source: sources.SourceFile, max_bytes: int) -> str | None:
     """Why a file that is not in the index cannot be (too big, binary, broken PDF), or None if it could be."""
     try:
-        sources.extract_bytes(source.path.name, sources.read_source(source.path, max_bytes))
+        sources.extract_bytes(source.path.name, sources.read_note(settings, source.path, max_bytes))
     except sources.ExtractionError as exc:
         return str(exc)
+    except OSError as exc:
+        return f"cannot read file: {exc.strerror or exc}"
     return None
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import json
 import os
 import shlex
 import site
@@ -48,6 +49,8 @@ _SETTINGS_END = "# --- end settings ---"
 # Above this many changed paths one scan is cheaper than looking at each path.
 MAX_NAMED_PATHS = 500
 HOOK_LOG = "hook.log"
+# The index's meta key for the commit each submodule had checked out at the last sync.
+SUBMODULES_META = "submodule_heads"
 HOOK_LOG_MAX_BYTES = 1_000_000
 
 
@@ -164,6 +167,38 @@ def commit_changes(top: Path, commit: str) -> list[Change]:
     return range_changes(top, listing[1], listing[0])
 
 
+def submodule_heads(top: Path) -> dict[str, str]:
+    """The commit checked out in each submodule of the work tree at `top` (path → commit); {} without submodules.
+
+    A submodule's notes change when its checked-out commit moves, which the
+    superproject's tree diff shows only as one folder entry (a gitlink), never
+    as the notes inside it.
+    """
+    if not (top / ".gitmodules").is_file():
+        return {}  # the common case costs one stat
+    out = _git(top, "config", "-z", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$", check=False)
+    heads: dict[str, str] = {}
+    for entry in out.stdout.split(b"\0"):
+        _, _, raw = entry.partition(b"\n")
+        rel = os.fsdecode(raw).strip()
+        if not rel or not (top / rel / ".git").exists():
+            continue  # not checked out (`git submodule update` not run): nothing on disk to index
+        head = head_commit(top / rel)
+        if head is not None:
+            heads[rel] = head
+    return heads
+
+
+def _note_submodules(settings: Settings, top: Path) -> dict[str, str]:
+    """`submodule_heads`, only those inside the notes folder (a moved submodule elsewhere changes no note)."""
+    root = settings.root
+    return {rel: head for rel, head in submodule_heads(top).items() if (top / rel) == root or root in (top / rel).parents}
+
+
+def _moved_submodules(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    return sorted(path for path in set(recorded) | set(current) if recorded.get(path) != current.get(path))
+
+
 # ---------------------------------------------------------------- sync
 
 
@@ -248,8 +283,9 @@ def note_paths(settings: Settings, top: Path, changes: Sequence[Change]) -> tupl
             why = _scan_reason(settings, path)
             if why is not None:
                 return [], why
-            if not isinstance(sources.source_for(settings, path), str):
-                picked.append(path)
+            found = sources.source_for(settings, path)
+            if not isinstance(found, str) or isinstance(found, sources.Refused):
+                picked.append(path)  # a refused one is reported failed with its reason
     return picked, None
 
 
@@ -289,11 +325,14 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     report.to_commit = head
     recorded: str | None = None
     mismatch: str | None = None
+    recorded_subs: dict[str, str] = {}
     if db_path.exists():
         store = Store(db_path)
         try:
             recorded = store.indexed_commit()
             mismatch = identity_mismatch(store, model_identity(embedder, settings))
+            with contextlib.suppress(ValueError, TypeError):
+                recorded_subs = dict(json.loads(store.get_meta(SUBMODULES_META) or "{}"))
         finally:
             store.close()
     report.from_commit = recorded
@@ -329,6 +368,13 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         else:
             report.action, report.reason = "diff", f"{changed}{history}"
 
+    subs = _note_submodules(settings, top) if top is not None else {}
+    moved = _moved_submodules(recorded_subs, subs)
+    if moved and report.action in ("none", "diff"):
+        # The notes inside a submodule changed with its commit: one scan (a stat per file) finds them.
+        shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
+        report.action, report.reason = "scan", f"submodule {shown} moved to another commit"
+
     indexer = Indexer(settings, embedder)
     if report.action == "scan":
         report.scan = indexer.scan()
@@ -338,6 +384,8 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     try:
         if head is not None:
             store.record_indexed_commit(head)
+        if subs or recorded_subs:
+            store.set_meta({SUBMODULES_META: json.dumps(subs, sort_keys=True)})
         store.record_sync(_sync_record(report))
     finally:
         store.close()
@@ -457,23 +505,55 @@ def _check_names(names: Sequence[str]) -> list[str]:
     return list(names) or list(HOOK_NAMES)
 
 
+def hook_targets(settings: Settings, top: Path) -> list[tuple[Path, Path]]:
+    """(work tree, hooks folder) for the notes repository and each checked-out submodule inside the notes.
+
+    A commit or checkout inside a submodule runs the submodule's hooks, not the
+    superproject's: brain's hook there syncs the notes folder above it. A
+    submodule sharing the superproject's hooks folder (a global core.hooksPath)
+    is left out: one script cannot serve both.
+    """
+    targets = [(top, hooks_dir(top))]
+    seen = {targets[0][1]}
+    for rel in _note_submodules(settings, top):
+        sub = top / rel
+        folder = hooks_dir(sub)
+        if folder not in seen:
+            seen.add(folder)
+            targets.append((sub, folder))
+    return targets
+
+
 def install_hooks(settings: Settings, *, mode: str = "background", names: Sequence[str] = ()) -> list[HookAction]:
-    """Install brain's hooks into the notes repository (idempotent).
+    """Install brain's hooks into the notes repository and its checked-out submodules (idempotent).
 
     A foreign hook already there is kept as `<name>.legacy` and still runs,
     before brain's. Nothing is written if any hook cannot be installed cleanly.
     """
     top = _repo_top(settings)
     names = _check_names(names)
-    folder = hooks_dir(top)
-    script = render_hook(settings, top, mode)
+    targets = hook_targets(settings, top)
     # Check everything first: all hooks install, or none.
-    for name in names:
-        path, legacy = folder / name, folder / f"{name}.legacy"
-        if os.path.lexists(path) and not is_our_hook(path) and os.path.lexists(legacy):
-            raise BrainError(
-                f"{path} and {legacy} both exist and neither is brain's; merge them into one hook by hand, then install again"
-            )
+    for _, folder in targets:
+        for name in names:
+            path, legacy = folder / name, folder / f"{name}.legacy"
+            if os.path.lexists(path) and not is_our_hook(path) and os.path.lexists(legacy):
+                raise BrainError(
+                    f"{path} and {legacy} both exist and neither is brain's; merge them into one hook by hand, then install again"
+                )
+    actions: list[HookAction] = []
+    for work_tree, folder in targets:
+        actions.extend(_install_into(folder, render_hook(settings, work_tree, mode), names))
+    # The hook acts only where `.brain/` exists, so a shared core.hooksPath leaves other repos alone.
+    brain_dir = settings.root / ".brain"
+    brain_dir.mkdir(exist_ok=True)
+    ignore = brain_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return actions
+
+
+def _install_into(folder: Path, script: str, names: Sequence[str]) -> list[HookAction]:
     folder.mkdir(parents=True, exist_ok=True)
     actions: list[HookAction] = []
     for name in names:
@@ -492,21 +572,22 @@ def install_hooks(settings: Settings, *, mode: str = "background", names: Sequen
             os.chmod(tmp, 0o755)
             os.replace(tmp, path)
         actions.append(HookAction(name, str(path), action, kept or (str(legacy) if legacy.exists() else None)))
-    # The hook acts only where `.brain/` exists, so a shared core.hooksPath leaves other repos alone.
-    brain_dir = settings.root / ".brain"
-    brain_dir.mkdir(exist_ok=True)
-    ignore = brain_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
     return actions
 
 
 def uninstall_hooks(settings: Settings, *, names: Sequence[str] = ()) -> list[HookAction]:
-    """Remove brain's hooks and put back the hooks they replaced; foreign hooks are left alone."""
+    """Remove brain's hooks (submodules' too) and put back the hooks they replaced; foreign hooks are left alone."""
     top = _repo_top(settings)
-    folder = hooks_dir(top)
     actions: list[HookAction] = []
-    for name in _check_names(names):
+    names = _check_names(names)
+    for _, folder in hook_targets(settings, top):
+        actions.extend(_uninstall_from(folder, names))
+    return actions
+
+
+def _uninstall_from(folder: Path, names: Sequence[str]) -> list[HookAction]:
+    actions: list[HookAction] = []
+    for name in names:
         path, legacy = folder / name, folder / f"{name}.legacy"
         if not os.path.lexists(path):
             actions.append(HookAction(name, str(path), "absent", str(legacy) if legacy.exists() else None))

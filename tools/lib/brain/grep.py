@@ -252,9 +252,9 @@ def grep(
 def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
     """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end)."""
     if offset < 0:
-        raise BrainError(f"offset must be 0 or more, got {offset}", usage=True)
+        raise BrainError(f"offset must be 0 or more, got {offset}", usage=True, field="offset")
     if length is not None and length < 0:
-        raise BrainError(f"length must be 0 or more, got {length}", usage=True)
+        raise BrainError(f"length must be 0 or more, got {length}", usage=True, field="length")
     row = reader.resolve(path)
     try:
         document = reader.read(row)
@@ -264,7 +264,9 @@ def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | 
     total = len(data)
     if offset > total or (offset == total and total > 0):
         raise BrainError(
-            f"offset {offset} is past the end of {row.path} ({total} bytes of text); use an offset below {total}", usage=True
+            f"offset {offset} is past the end of {row.path} ({total} bytes of text); use an offset below {total}",
+            usage=True,
+            field="offset",
         )
     start = offset
     while start > 0 and data[start] & 0xC0 == 0x80:  # inside a multi-byte character: start at the character

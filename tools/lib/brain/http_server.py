@@ -33,13 +33,15 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
 from .errors import BrainError, user_error, without_folder
 from .search import parse_filter
 from .served import Corpora, NoteNotFound, NotAvailable, PathRefused, ServedCorpus
+from .texts import MIN_EXCERPT_CHARS
 
 TOKEN_ENV = "BRAIN_HTTP_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -149,7 +151,9 @@ class SecurityGate:
     def __init__(self, app: Any, *, hosts: frozenset[str], token: str | None) -> None:
         self.app = app
         self.hosts = hosts
-        self.token = token.encode("utf-8") if token else None
+        # Bytes on both sides: the header arrives as bytes (kept as latin-1 below), the token is UTF-8,
+        # so a non-ASCII token authenticates when the client sends its UTF-8 bytes.
+        self.token = token.encode("utf-8", "surrogateescape") if token else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -184,7 +188,7 @@ class SecurityGate:
         if self.token is not None and path not in OPEN_PATHS:
             given = headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode("utf-8"), self.token):
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode("latin-1"), self.token):
                 what = "missing" if not given else "wrong"
                 return 401, f"bearer token {what}; send Authorization: Bearer $BRAIN_HTTP_TOKEN", "Authorization"
         return None
@@ -197,12 +201,14 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, description="What to look for, in any words.")
     limit: int | None = Field(None, ge=1, le=200, description="How many files (default 10).")
     mode: Literal["hybrid", "bm25", "vector"] | None = Field(None, description="Ranking (default hybrid).")
-    excerpt_chars: int | None = Field(None, ge=1, description="Long files come back as excerpts of about this many characters.")
+    excerpt_chars: int | None = Field(
+        None, ge=MIN_EXCERPT_CHARS, description="Long files come back as excerpts of about this many characters."
+    )
     where: list[str] = Field(default_factory=list, description="Frontmatter filters: key=value or key!=value.")
     path: str | None = Field(None, description="Only notes under this folder.")
     vector_weight: float | None = Field(None, ge=0, le=1, description="Weight of meaning vs keywords in hybrid mode.")
-    chunks: bool = Field(False, description="One result per chunk instead of per file.")
-    explain: bool = Field(False, description="Add how each score was made.")
+    chunks: StrictBool = Field(False, description="One result per chunk instead of per file.")
+    explain: StrictBool = Field(False, description="Add how each score was made.")
 
     @field_validator("where")
     @classmethod
@@ -211,7 +217,9 @@ class SearchRequest(BaseModel):
             try:
                 parse_filter(item)
             except BrainError:
-                raise ValueError(f"{item!r} is not key=value or key!=value (e.g. status!=archived)") from None
+                raise ValueError(
+                    f"{item!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators"
+                ) from None
         return value
 
 
@@ -223,7 +231,7 @@ class GrepRequest(BaseModel):
     file: str | None = Field(None, description="Only this note (its path relative to the notes folder).")
     context: int = Field(0, ge=0, le=50, description="Lines of context before and after each match.")
     limit: int = Field(50, ge=1, le=500, description="Most matching lines to return.")
-    case_sensitive: bool = Field(False, description="Match letter case exactly.")
+    case_sensitive: StrictBool = Field(False, description="Match letter case exactly.")
 
 
 class AskRequest(BaseModel):
@@ -237,7 +245,7 @@ class ScanRequest(BaseModel):
     """POST /scan (the body is optional)."""
 
     model_config = ConfigDict(extra="forbid")
-    full: bool = Field(False, description="Rebuild from scratch instead of updating.")
+    full: StrictBool = Field(False, description="Rebuild from scratch instead of updating.")
 
 
 def _field_name(error: dict[str, Any]) -> str:
@@ -312,6 +320,18 @@ def build_app(
         message = f"{field}: {first.get('msg', 'invalid')}"
         details = [{"field": _field_name(e), "message": e.get("msg")} for e in errors]
         return JSONResponse({"error": message, "field": field, "status": 422, "details": details}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Unknown routes and wrong methods answer in the same shape as every other error.
+        status = exc.status_code
+        if status == 404:
+            message = f"no endpoint {request.method} {request.url.path}; see /docs for the API"
+        elif status == 405:
+            message = f"{request.method} is not allowed on {request.url.path}; see /docs for the method it takes"
+        else:
+            message = str(exc.detail)
+        return JSONResponse({"error": message, "field": None, "status": status}, status_code=status, headers=exc.headers)
 
     @app.get("/health", tags=["server"])
     async def health() -> dict[str, Any]:

@@ -150,6 +150,7 @@ class Indexer:
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
         self.tokenizer = str(settings["search.fts_tokenizer"])
         self.stemmer = str(settings["search.stemmer"])
+        self._ignore_rules: sources.IgnoreRules | None = None
 
     # ------------------------------------------------------------ public
 
@@ -192,10 +193,16 @@ class Indexer:
         report = ScanReport()
         gone: list[str] = []
         seen: set[str] = set()
+        refused: set[str] = set()
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
                 report.failed.append({"path": str(raw), "reason": found.split(": ", 1)[-1]})
+                rel = self._relative(raw) if isinstance(found, sources.Refused) else None
+                if rel is not None:
+                    # A link re-pointed outside, a FIFO: its old text leaves the index. (An unreadable
+                    # file is not refused: it stays indexed as it was, and is reported.)
+                    refused.add(rel)
                 continue
             if found.rel in seen:
                 continue
@@ -217,8 +224,9 @@ class Indexer:
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
                 self._index_files(store, picked, existing, report, gone_rows)
-                store.remove_files(sorted(gone_rows))
-                report.removed.extend(sorted(gone_rows))
+                leaving = sorted(set(gone_rows) | {p for p in refused if p in existing})
+                store.remove_files(leaving)
+                report.removed.extend(leaving)
                 self._count_cache_use(store, report)
             finally:
                 store.close()
@@ -228,6 +236,20 @@ class Indexer:
         return report
 
     # ------------------------------------------------------------ internals
+
+    def _relative(self, raw: str | Path) -> str | None:
+        """`raw` as a root-relative path (how the index names files), or None outside the root."""
+        path = Path(os.path.normpath(Path.cwd() / Path(os.path.expanduser(str(raw)))))
+        try:
+            return path.relative_to(self.settings.root).as_posix()
+        except ValueError:
+            return None
+
+    def _rules(self) -> sources.IgnoreRules:
+        """Ignore rules for checking symlink targets, read once per indexer."""
+        if self._ignore_rules is None:
+            self._ignore_rules = sources.IgnoreRules(self.settings)
+        return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
         db_path = self.settings.database_path
@@ -322,6 +344,8 @@ class Indexer:
         self._index_files(store, discovery.files, existing, report, gone)
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
+        for rel, reason in discovery.refused:  # said on every scan, so a link pulled from upstream is noticed
+            report.warnings.append({"path": rel, "reason": f"not indexed: {reason}"})
         store.prune_extracted_text()
         store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         self._count_cache_use(store, report)
@@ -356,9 +380,12 @@ class Indexer:
                     report.unchanged += 1
                     continue
                 try:
-                    data = sources.read_source(source.path, self.max_bytes)
+                    data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
                 except sources.ExtractionError as exc:
                     report.failed.append({"path": source.rel, "reason": str(exc)})
+                    continue
+                except FileNotFoundError:
+                    report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
                     continue
                 digest = sources.content_hash(data)
                 if row is not None and row.hash == digest:

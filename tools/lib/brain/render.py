@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,21 @@ from .texts import page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
+
+
+# Characters that would let a file name rewrite the terminal or the line it is on:
+# C0/C1 controls (newline, ESC…), lone surrogates, and the bidirectional controls
+# that reorder what is shown ("evil\u202egnp.md" would read as "evilpng.md").
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str) -> str:
+    """`text` (a file name, an error line) safe to print: control and bidi characters become escapes like \\n, \\u202e.
+
+    Text views only; JSON keeps names exact.
+    """
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)
 
 
 def as_json(data: Any) -> str:
@@ -30,11 +46,11 @@ def scan_text(report: ScanReport) -> str:
     lines = [f"{'rebuilt' if report.rebuilt else 'indexed'}: {head} in {report.seconds:.1f}s"
              f" ({report.chunks_embedded} chunks embedded, {report.cache_hits} from cache)"]
     for move in report.moved:
-        lines.append(f"  moved   {move['from']} → {move['to']}")
+        lines.append(f"  moved   {shown(move['from'])} → {shown(move['to'])}")
     for item in report.failed:
-        lines.append(f"  failed  {item['path']}: {item['reason']}")
+        lines.append(f"  failed  {shown(item['path'])}: {shown(item['reason'])}")
     for item in report.warnings:
-        lines.append(f"  warning {item['path']}: {item['reason']}")
+        lines.append(f"  warning {shown(item['path'])}: {shown(item['reason'])}")
     return "\n".join(lines)
 
 
@@ -84,17 +100,17 @@ def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
-            out.append(f"{n}. **{hit.path}** — {_score_line(hit)} — Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
+            out.append(f"{n}. **{shown(hit.path)}** — {_score_line(hit)} — Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
             out.append(f"   > {hit.preview}")
         else:
-            out.append(f"{n}. {hit.path}  {_score_line(hit)}  Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
+            out.append(f"{n}. {shown(hit.path)}  {_score_line(hit)}  Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
             out.append(f"   Preview: {hit.preview}")
         if explain:
             out.extend(_explain_lines(hit))
         if hit.excerpt is not None:
             out.extend(_excerpt_lines(hit, markdown))
     for path in response.dropped:
-        out.append(f"(dropped {path}: deleted since it was indexed; run `brain index`)")
+        out.append(f"(dropped {shown(path)}: deleted since it was indexed; run `brain index`)")
     if not response.results:
         out.append("No results.")
     return "\n".join(out)
@@ -115,17 +131,17 @@ def grep_text(response: GrepResponse) -> str:
         if grouped and index:
             out.append("--")
         for n, line in enumerate(match.before):
-            out.append(f"{match.path}-{match.line - len(match.before) + n}- {line}")
+            out.append(f"{shown(match.path)}-{match.line - len(match.before) + n}- {line}")
         page = f"[p. {match.page}] " if match.page is not None else ""
-        out.append(f"{match.path}:{match.line}:{match.offset}: {page}{match.text}")
+        out.append(f"{shown(match.path)}:{match.line}:{match.offset}: {page}{match.text}")
         for n, line in enumerate(match.after, 1):
-            out.append(f"{match.path}-{match.line + n}- {line}")
+            out.append(f"{shown(match.path)}-{match.line + n}- {line}")
     return "\n".join(out)
 
 
 def grep_notes(response: GrepResponse) -> list[str]:
     """What goes to stderr: no matches, more matches than shown, files that could not be read."""
-    notes = [f"skipped {item['path']}: {item['reason']}" for item in response.skipped]
+    notes = [f"skipped {shown(item['path'])}: {shown(item['reason'])}" for item in response.skipped]
     if not response.matches:
         notes.append(f"no matches for {response.pattern!r} in {response.files_searched} files")
     elif response.truncated:
@@ -139,7 +155,7 @@ def range_header(part: TextRange) -> str:
     if part.page_count:
         where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
     stale = " [changed on disk since indexed]" if part.stale else ""
-    return f"{part.path}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
+    return f"{shown(part.path)}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
 
 
 def ask_prompt(result: AskResult) -> str:
@@ -156,7 +172,7 @@ def ask_sources(result: AskResult) -> str:
     for source in result.sources:
         pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
         size = f"{len(source.excerpt)} of {source.content_len} chars" if source.truncated else f"{source.content_len} chars"
-        out.extend([f"=== {source.path} ({size}{pages}) ===", source.excerpt, ""])
+        out.extend([f"=== {shown(source.path)} ({size}{pages}) ===", source.excerpt, ""])
     if not result.sources:
         out.append("No notes match the question.")
     if result.hint:
@@ -177,7 +193,7 @@ def stats_text(data: dict[str, Any]) -> str:
         f"last scan  {data['last_scan']}",
         "most chunks:",
     ]
-    lines.extend(f"  {item['chunks']:>5}  {item['path']}" for item in data["largest_files"])
+    lines.extend(f"  {item['chunks']:>5}  {shown(item['path'])}" for item in data["largest_files"])
     return "\n".join(lines)
 
 
@@ -202,9 +218,9 @@ def sync_text(report: Any) -> str:
     line += f" in {report.seconds:.2f}s"
     if report.scan is not None:
         for move in report.scan.moved:
-            line += f"\n    moved {move['from']} → {move['to']}"
+            line += f"\n    moved {shown(move['from'])} → {shown(move['to'])}"
         for item in report.scan.failed:
-            line += f"\n    failed {item['path']}: {item['reason']}"
+            line += f"\n    failed {shown(item['path'])}: {shown(item['reason'])}"
     return line
 
 
@@ -224,7 +240,7 @@ def hook_actions_text(actions: list[Any]) -> str:
 
 
 def _paths_block(label: str, paths: list[str], limit: int = 20) -> list[str]:
-    lines = [f"  {label:<10} {p}" for p in paths[:limit]]
+    lines = [f"  {label:<10} {shown(p)}" for p in paths[:limit]]
     if len(paths) > limit:
         lines.append(f"  {'':<10} … and {len(paths) - limit} more (see --json)")
     return lines
@@ -259,7 +275,7 @@ def status_text(report: Any) -> str:
         lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
-        lines += [f"  {item['path']}: {item['reason']}" for item in report.unreadable[:20]]
+        lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.unreadable[:20]]
     short = lambda c: c[:12] if c else "none"  # noqa: E731
     git = {
         "current": "current",

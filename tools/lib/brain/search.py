@@ -104,14 +104,21 @@ class Filter:
 
 
 def parse_filter(text: str) -> Filter:
-    """`status=active` or `status!=archived` → Filter; anything else is a usage error."""
+    """`status=active` or `status!=archived` → Filter; anything else is a usage error.
+
+    Other operators (`==`, `>=`, `<=`, `<>`) are refused rather than read as a
+    key or value with a stray character in it, which would silently match nothing.
+    """
     # Split by hand, not with a regex: `(.*?)\s*` backtracks quadratically over a run of spaces.
     left, sep, value = text.partition("=")
     negate = left.endswith("!")
     key = (left[:-1] if negate else left).strip()
     value = value.strip()
-    if not sep or not key or not value or any(ch in "=!" or ch.isspace() for ch in key):
-        raise BrainError(f"--where {text!r} is not key=value or key!=value (e.g. status!=archived)", usage=True)
+    if not sep or not key or not value or value.startswith("=") or any(ch in "=!<>" or ch.isspace() for ch in key):
+        raise BrainError(
+            f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators",
+            usage=True,
+        )
     return Filter(key, value, negate)
 
 

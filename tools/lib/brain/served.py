@@ -10,6 +10,7 @@ client sends stays inside the notes folder.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -17,7 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import BrainError
 
@@ -124,6 +125,12 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused(f"path {raw!r} names the notes folder itself; give a note's path", field=field)
     root = Path(settings.root).resolve()
     candidate = root.joinpath(*parts)
+    if "\\" in text and os.sep == "/":
+        # On POSIX a backslash is a character of the name (`back\slash.md`); it is read
+        # as a separator (a Windows client's habit) only when no such file exists.
+        literal = root.joinpath(*[p for p in text.split("/") if p not in ("", ".")])
+        if os.path.lexists(literal):
+            candidate = literal
     real = Path(os.path.realpath(candidate))
     if real != root and root not in real.parents:
         raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
@@ -134,6 +141,17 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     if found.size < 0:
         raise NoteNotFound(f"no note at {raw!r}; search first and use a path from the results", field=field)
     return found.rel
+
+
+@contextlib.contextmanager
+def _not_indexed_is_not_found(field: str) -> Iterator[None]:
+    """A note on disk but not (yet) in the index is a 404 naming the input, not a server-state error."""
+    from .texts import NotIndexed
+
+    try:
+        yield
+    except NotIndexed as exc:
+        raise NoteNotFound(str(exc), field=field) from None
 
 
 def path_prefix(raw: str | None, field: str = "path") -> str | None:
@@ -224,13 +242,15 @@ class ServedCorpus:
     ) -> dict[str, Any]:
         """Brain.grep: regular-expression matches over the indexed text (of one note when `file`)."""
         rel = None if file is None or not file.strip() else note_path(self.brain.settings, file, field="file")
-        result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
+        with _not_indexed_is_not_found("file"):
+            result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
         return _as_dict(result)
 
     def get_file(self, path: str, *, offset: int = 0, length: int = 4000) -> dict[str, Any]:
         """Brain.get_file, after checking that `path` is a note inside the folder."""
         rel = note_path(self.brain.settings, path)
-        return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
+        with _not_indexed_is_not_found("path"):
+            return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
 
     def ask(self, question: str) -> dict[str, Any]:
         """Brain.ask: an answer written from the notes found for `question`."""

@@ -14,13 +14,14 @@ their page numbers, text in any encoding decodes.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .config import Settings
 from .errors import BrainError
@@ -45,6 +46,9 @@ class Discovery:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    # Note-named paths brain will not read (a symlink out of the roots, to a hidden or ignored
+    # file, or in a loop; a FIFO, socket or device): (path, reason).
+    refused: list[tuple[str, str]] = field(default_factory=list)
     # Folders (or entries) the walk could not look into, with the reason: what the index
     # holds under them is unknown, not gone, and must be kept (and reported), never removed.
     unlisted: list[tuple[str, str]] = field(default_factory=list)
@@ -70,6 +74,21 @@ class ExtractedText:
 
 class ExtractionError(Exception):
     """A file that cannot be read as text; the message is the reason shown in the scan report."""
+
+
+class NoteRefused(ExtractionError):
+    """A path brain will not read: it leads outside the roots, into a hidden or ignored file, a loop or a special file."""
+
+
+LOOP_REASON = "symlink loop (the links point at each other); fix or remove the link"
+
+
+class Refused(str):
+    """`source_for`'s reason for a note-named path it will not read (a symlink out, a FIFO…).
+
+    Still a str for every caller; the hooks and the watcher pass such paths on
+    so the scan report says why they were refused (and an indexed copy leaves).
+    """
 
 
 # ---------------------------------------------------------------- ignore rules
@@ -217,10 +236,13 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
                 yield from _walk(path, rules, db_dir, found)
                 continue
             if entry.is_symlink():
-                # Symlinked files are read through when they stay inside the notes root;
+                # Symlinked files are read through when they land on a note inside the roots;
                 # symlinked folders are not walked (no loops), and nothing outside leaks in.
-                target = path.resolve()
-                if not target.is_file() or not target.is_relative_to(settings.root):
+                try:
+                    note_target(settings, path, rules)
+                except NoteRefused as exc:
+                    if entry.name.lower().endswith(settings.extensions):
+                        found.refused.append((relative_name(settings, path), str(exc)))
                     continue
             if rules.is_ignored(path, is_dir=False):
                 continue
@@ -232,6 +254,8 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
             found.unlisted.append((relative_name(settings, path), str(exc.strerror or exc).lower()))
             continue
         if not stat.S_ISREG(info.st_mode):
+            if entry.name.lower().endswith(settings.extensions):
+                found.refused.append((relative_name(settings, path), not_regular_reason(info.st_mode)))
             continue
         yield SourceFile(path=path, rel=relative_name(settings, path), size=info.st_size, mtime_ns=info.st_mtime_ns)
 
@@ -262,6 +286,8 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
     except (FileNotFoundError, NotADirectoryError):
         info = None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Refused(f"{raw}: {LOOP_REASON}")
         # Unreadable is not gone: the caller keeps what the index holds and reports why.
         return f"{raw}: cannot read: {str(exc.strerror or exc).lower()}"
     if info is None or stat.S_ISDIR(info.st_mode):
@@ -269,6 +295,14 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         # its row must leave the index, or search would go on quoting text that no longer exists.
         return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)
     rules = IgnoreRules(settings)
+    try:
+        note_target(settings, path, rules)
+    except FileNotFoundError:
+        return SourceFile(path=path, rel=rel, size=-1, mtime_ns=0)  # gone since the stat
+    except NoteRefused as exc:
+        return Refused(f"{raw}: {exc}")
+    except OSError as exc:
+        return f"{raw}: cannot read: {str(exc.strerror or exc).lower()}"
     folder = path.parent
     while folder != settings.root and settings.root in folder.parents:
         if rules.is_ignored(folder, is_dir=True):
@@ -276,7 +310,181 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         folder = folder.parent
     if rules.is_ignored(path, is_dir=False):
         return f"{raw}: ignored by an ignore rule"
+    if not stat.S_ISREG(info.st_mode):
+        return Refused(f"{raw}: {not_regular_reason(info.st_mode)}")
     return SourceFile(path=path, rel=rel, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+# ---------------------------------------------------------------- reading notes safely
+#
+# Every reader of a note goes through `read_note` (and `note_target`), at index
+# time and at read time alike: a symlink committed upstream, or re-pointed after
+# it was indexed, must not let a file from outside the notes in, and a FIFO or a
+# device must not block or flood the process.
+
+
+def stored_path_problem(rel: str) -> str | None:
+    """Why a root-relative path taken from the index must not be joined to the root, or None when it is a plain one.
+
+    The index is not trusted: a planted or committed database could name
+    `/etc/passwd` or `../../secret`.
+    """
+    if not rel or "\x00" in rel:
+        return "empty or contains a NUL byte"
+    if rel.startswith("/") or os.path.isabs(rel):
+        return "absolute"
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "not a plain relative path (empty, '.' or '..' parts)"
+    if any(_is_hidden(part) for part in parts):
+        return "hidden (.git/, .brain/…), which brain never indexes"
+    return None
+
+
+def note_target(settings: Settings, path: Path, rules: IgnoreRules | Callable[[], IgnoreRules] | None = None) -> Path:
+    """The real file that `path` (a note path under the notes root) reads from, after every symlink.
+
+    Raises NoteRefused when that file lies outside the configured roots, in a
+    hidden folder (`.git/`, `.brain/`), is excluded by an ignore rule, or when
+    the links loop; FileNotFoundError when nothing is there (a deleted note or
+    a dangling link). `rules` (or a function giving them) is used only when a
+    symlink needs checking.
+    """
+    if not _links_below_root(settings.root, path):
+        return path  # no symlink on the way: `path` is already known to be under a root
+    try:
+        real = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NoteRefused(LOOP_REASON) from None
+        raise
+    if real == path:
+        return real
+    if not any(real == root or root in real.parents for root in settings.root_dirs):
+        raise NoteRefused("symlink leads outside the notes roots; brain reads only files inside them")
+    try:
+        inner = real.relative_to(settings.root).parts
+    except ValueError:
+        raise NoteRefused("symlink leads outside the notes root; brain reads only files inside it") from None
+    if any(_is_hidden(part) for part in inner):
+        raise NoteRefused("symlink leads into a hidden file or folder; brain does not read those")
+    rules = rules() if callable(rules) else rules or IgnoreRules(settings)
+    folder = real.parent
+    while folder != settings.root and settings.root in folder.parents:
+        if rules.is_ignored(folder, is_dir=True):
+            raise NoteRefused("symlink leads to an ignored file; brain does not read those")
+        folder = folder.parent
+    if real.is_file() and rules.is_ignored(real, is_dir=False):
+        raise NoteRefused("symlink leads to an ignored file; brain does not read those")
+    return real
+
+
+def _links_below_root(root: Path, path: Path) -> bool:
+    """True when a component of `path` below the (resolved) notes root is a symlink, or `path` is not plainly under it.
+
+    One lstat per component below the root: far cheaper than resolving the
+    whole path, and every note read pays it. Raises FileNotFoundError when a
+    component is missing.
+    """
+    # Strings, not pathlib: this runs for every hit of every search.
+    top, full = str(root), str(path)
+    if not full.startswith(top + os.sep):
+        return True
+    parts = full[len(top) + 1 :].split(os.sep)
+    if "" in parts or "." in parts or ".." in parts:
+        return True
+    current = top
+    for part in parts:
+        current += os.sep + part
+        if stat.S_ISLNK(os.lstat(current).st_mode):
+            return True
+    return False
+
+
+def not_regular_reason(mode: int) -> str:
+    """The reason shown for a path that is not a regular file (a FIFO, a device…)."""
+    kind = (
+        "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket" if stat.S_ISSOCK(mode) else "a folder" if stat.S_ISDIR(mode) else "a special file"
+    )
+    return f"not a regular file ({kind}); brain reads only regular files"
+
+
+def read_note(
+    settings: Settings, path: Path, max_bytes: int, rules: IgnoreRules | Callable[[], IgnoreRules] | None = None
+) -> bytes:
+    """The bytes of the note at `path`, read safely: the one way every room reads a note.
+
+    The path is resolved and must land inside the roots (`note_target`); only a
+    regular file is opened, without blocking (a FIFO swapped in between the
+    check and the open is seen by fstat and refused, never waited on), and at
+    most `max_bytes` are read (a file that grows past the limit, or an endless
+    one, fails with the limit as its reason). Raises ExtractionError (or its
+    NoteRefused) with the reason, FileNotFoundError when the note is gone.
+    """
+    return read_target(settings, note_target(settings, path, rules), max_bytes)
+
+
+def read_target(settings: Settings, real: Path, max_bytes: int) -> bytes:
+    """`read_note` for a path `note_target` has already resolved and checked (saves resolving it twice)."""
+    try:
+        return _read_regular(settings, real, max_bytes)
+    except FileNotFoundError:
+        raise
+    except PermissionError:
+        raise ExtractionError("permission denied; make the file readable") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NoteRefused("became a symlink while being read; run the command again") from None
+        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _too_big(size: float, max_bytes: int) -> ExtractionError:
+    return ExtractionError(
+        f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit; raise max_file_mb in brain.toml to index it"
+    )
+
+
+def _read_regular(settings: Settings, real: Path, max_bytes: int) -> bytes:
+    info = os.stat(real, follow_symlinks=False)
+    if stat.S_ISLNK(info.st_mode):
+        raise NoteRefused("became a symlink while being read; run the command again")
+    if not stat.S_ISREG(info.st_mode):
+        raise NoteRefused(not_regular_reason(info.st_mode))  # never opened: opening a device can have effects
+    if info.st_size > max_bytes:
+        raise _too_big(info.st_size, max_bytes)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(real, flags)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise NoteRefused(not_regular_reason(opened.st_mode))
+        if opened.st_size > max_bytes:
+            raise _too_big(opened.st_size, max_bytes)
+        _check_opened_inside(settings, fd)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            block = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            if total > max_bytes:
+                raise _too_big(total, max_bytes)  # it grew while being read
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _check_opened_inside(settings: Settings, fd: int) -> None:
+    """Where the open descriptor really points (Linux): a folder swapped for a link mid-check cannot lead out."""
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return  # no /proc (macOS): the checks before the open stand alone
+    if where.is_absolute() and not any(where == r or r in where.parents for r in settings.root_dirs):
+        raise NoteRefused("symlink leads outside the notes roots; brain reads only files inside them")
 
 
 # ---------------------------------------------------------------- extraction
@@ -284,6 +492,23 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# The start of a file that decides whether it is text: as much as git and file(1) look at.
+BINARY_SNIFF_BYTES = 8192
+# Text has almost no C0 control bytes besides whitespace and ESC (colour codes in logs);
+# random or compressed bytes have about 11%. More than this share is binary.
+BINARY_CONTROL_SHARE = 0.05
+_TEXT_CONTROLS = frozenset(b"\t\n\x0b\x0c\r\x1b")
+_CONTROL_BYTES = bytes(b for b in [*range(0x20), 0x7F] if b not in _TEXT_CONTROLS)
+
+
+def _looks_binary(sample: bytes) -> bool:
+    """True when `sample` (a file's first bytes) has a share of control bytes no text has."""
+    if not sample:
+        return False
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    return controls / len(sample) > BINARY_CONTROL_SHARE
 
 
 def decode_text(data: bytes) -> str:
@@ -294,6 +519,10 @@ def decode_text(data: bytes) -> str:
         return data.decode("utf-16", errors="replace")
     if b"\x00" in data[:8192]:
         raise ExtractionError("binary file (contains NUL bytes); remove it or add it to .brainignore")
+    if _looks_binary(data[:BINARY_SNIFF_BYTES]):
+        raise ExtractionError(
+            "binary file (too many control bytes for text); remove it, add it to .brainignore, or save it as UTF-8 text"
+        )
     for encoding in ("utf-8", "cp1252"):
         try:
             return data.decode(encoding)
@@ -541,21 +770,6 @@ def extract_bytes(name: str, data: bytes) -> ExtractedText:
         body, meta, warnings = _split_frontmatter(text)
         return ExtractedText(text=body, metadata=meta, warnings=warnings)
     return ExtractedText(text=text)
-
-
-def read_source(path: Path, max_bytes: int) -> bytes:
-    """A file's bytes, refusing files over the size limit with a reason."""
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ExtractionError(
-                f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit; raise max_file_mb in brain.toml to index it"
-            )
-        return path.read_bytes()
-    except PermissionError:
-        raise ExtractionError("permission denied; make the file readable") from None
-    except OSError as exc:
-        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from None
 
 
 def pages_for_lines(page_starts: list[int], start_line: int, end_line: int) -> list[int]:

@@ -37,6 +37,10 @@ class FileGone(TextUnavailable):
     """An indexed file that is no longer on disk."""
 
 
+class NotIndexed(BrainError):
+    """A path a person gave that names no file in the index (new, ignored or mistyped)."""
+
+
 @dataclass
 class FileText:
     """The extracted text of one indexed file as it is on disk now."""
@@ -63,6 +67,13 @@ class TextReader:
         self.settings = settings
         self.store = store
         self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+        self._rules: sources.IgnoreRules | None = None  # built when a symlink first needs checking
+
+    def _get_rules(self) -> sources.IgnoreRules:
+        """The ignore rules a symlink's target is checked against (read once per reader)."""
+        if self._rules is None:
+            self._rules = sources.IgnoreRules(self.settings)
+        return self._rules
 
     def files(self) -> list[FileRow]:
         """Every indexed file, by path."""
@@ -99,22 +110,37 @@ class TextReader:
         return row.path.lower().endswith(".pdf")
 
     def _stat(self, row: FileRow) -> tuple[Path, os.stat_result]:
+        """The note's real path (symlinks resolved) and its stat, after the checks every read makes.
+
+        The index's paths are not trusted: each is checked before it is joined to the root.
+        """
+        problem = sources.stored_path_problem(row.path)
+        if problem is not None:
+            raise TextUnavailable(f"the index holds an unsafe path ({problem}); not read. Rebuild it with `brain index --full`")
         path = self.settings.root / row.path
         try:
-            info = path.stat()
+            real = sources.note_target(self.settings, path, self._get_rules)
+            info = os.stat(real)
         except (FileNotFoundError, NotADirectoryError):
             raise FileGone("deleted since it was indexed; run `brain index`") from None
+        except sources.ExtractionError as exc:
+            raise TextUnavailable(str(exc)) from None
         except OSError as exc:
             # There but unreadable (a folder without permission): not gone, the index keeps its copy.
             raise TextUnavailable(f"cannot read: {str(exc.strerror or exc).lower()}") from None
         if stat.S_ISDIR(info.st_mode):
             # The note was replaced by a folder of its name: its indexed text exists nowhere now.
             raise FileGone("now a folder, no longer a note; run `brain index`")
-        return path, info
+        if not stat.S_ISREG(info.st_mode):
+            raise TextUnavailable(sources.not_regular_reason(info.st_mode))
+        return real, info
 
-    def _bytes(self, path: Path) -> bytes:
+    def _bytes(self, real: Path) -> bytes:
+        """The bytes of a note whose real path `_stat` resolved and checked."""
         try:
-            return sources.read_source(path, self.max_bytes)
+            return sources.read_target(self.settings, real, self.max_bytes)
+        except FileNotFoundError:
+            raise FileGone("deleted since it was indexed; run `brain index`") from None
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
 
@@ -126,7 +152,7 @@ class TextReader:
             if kept is not None:
                 return FileText(row.path, kept[0], kept[1], stale=digest != row.hash)
         try:
-            extracted = sources.extract_bytes(path.name, data)
+            extracted = sources.extract_bytes(Path(row.path).name, data)  # the link's name decides the type, as at index time
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
         if is_pdf:
@@ -154,6 +180,11 @@ class TextReader:
             candidates.append(rel)
         else:
             plain = os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/")
+            if "\\" in text and os.sep == "/":
+                # A backslash is part of a POSIX file name; as a separator only if no such note is indexed.
+                literal = os.path.normpath(text)
+                if literal != ".." and not literal.startswith("../"):
+                    candidates.append(literal)
             if plain != ".." and not plain.startswith("../"):
                 candidates.append(plain)
             from_cwd = _inside(root, Path(os.path.normpath(Path.cwd() / given)))
@@ -165,7 +196,7 @@ class TextReader:
             row = self.store.get_file(rel)
             if row is not None:
                 return row
-        raise BrainError(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
+        raise NotIndexed(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
 
     def resolve_many(self, raw: str) -> tuple[list[FileRow], bool]:
         """The indexed file `raw` names (and True), or every indexed file under the folder it names (and False)."""
@@ -203,7 +234,7 @@ def _inside(root: Path, path: Path) -> str | None:
     except ValueError:
         try:
             rel = path.resolve().relative_to(root).as_posix()
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
             return None
     return None if rel in ("", ".") else rel
 

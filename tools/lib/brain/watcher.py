@@ -29,6 +29,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport
+from .render import shown
 
 log = logging.getLogger("brain.watch")
 
@@ -223,7 +224,8 @@ class Watcher:
             if scan:
                 report = indexer.scan()
             else:
-                named = [p for p in paths if not isinstance(sources.source_for(self.settings, p), str)]
+                # Refused paths (a link out, a FIFO) go along so the report says why, and an indexed copy leaves.
+                named = [p for p in paths if _to_reindex(sources.source_for(self.settings, p))]
                 if not named:
                     return
                 report = indexer.reindex_paths(named)
@@ -242,10 +244,15 @@ class Watcher:
             self.on_report(report)
 
 
+def _to_reindex(found: sources.SourceFile | str) -> bool:
+    return not isinstance(found, str) or isinstance(found, sources.Refused)
+
+
 def _report_line(report: ScanReport, scan: bool, events: int) -> str:
     counts = ", ".join(f"{n} {name}" for name, n in report.counts().items() if n and name != "unchanged") or "nothing changed"
     what = "scan" if scan else f"{events} changed paths"
     line = f"{what}: {counts}; {report.chunks_embedded} chunks embedded in {report.seconds:.2f}s"
     for item in report.failed:
-        line += f"\n    failed {item['path']}: {item['reason']}"
+        # Escaped: a file name with a newline must not forge lines in the log.
+        line += f"\n    failed {shown(item['path'])}: {shown(item['reason'])}"
     return line
