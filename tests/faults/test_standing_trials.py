@@ -665,7 +665,7 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
         assert vanished and all(any(why in line for why in gone) for line in vanished), rebuild_err[-500:]
         known.check(False, VANISHED, vanished[0].strip())
     # Every note holds the words searched, so an answer without results is wrong. Seen once
-    # (1 of 384 HTTP searches, in 1 of 6 runs), not yet explained: kept, with what it said.
+    # (1 of 384 HTTP searches, in 1 of 8 runs), not yet explained: kept, with what it said.
     for tally in tallies.values():
         for what in tally.empties:
             known.check(False, EMPTY_ANSWER, f"{tally.door} {what}")
