@@ -17,8 +17,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 EXAMPLE = PROJECT / "examples" / "brain"
 
 # Tests never reach the network, and never read the developer's own settings.
+# BRAIN_FAULT_* are the fault suite's own knobs (seed, trial counts), not brain settings.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-for _name in [n for n in os.environ if n.startswith("BRAIN_")]:
+for _name in [n for n in os.environ if n.startswith("BRAIN_") and not n.startswith("BRAIN_FAULT_")]:
     del os.environ[_name]
 
 

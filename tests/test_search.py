@@ -94,10 +94,11 @@ def test_keyword_only_hit_survives_fusion(tmp_path: Path) -> None:
 def test_scores_and_components(brain: Brain) -> None:
     response = brain.search("nginx SSL certificate renewal", vector_weight=0.7)
     for hit in response.results:
-        assert 0 <= hit.vector_score <= 1 and 0 <= hit.keyword_score <= 1
-        # The asked weight, scaled down per query when the vector half is flat next to BM25.
+        # z-scores over the candidates (the default fusion): each half centred on its pool's mean.
+        assert hit.explain["fusion"] == "zscore" and hit.explain["vector"]["pool"]["std"] > 0
+        # The asked weight, raised per query by the share of query words the notes lack.
         w = hit.explain["weights"]["vector"]
-        assert hit.explain["weights"]["vector_asked"] == 0.7 and 0 < w <= 0.7
+        assert hit.explain["weights"]["vector_asked"] == 0.7 and 0.7 <= w <= 1
         assert hit.score == pytest.approx(w * hit.vector_score + (1 - w) * hit.keyword_score, abs=2e-4)
         assert hit.start_line <= hit.end_line
     scores = [h.score for h in response.results]

@@ -429,8 +429,6 @@ def _stop_on_signals() -> Any:
 
 def _log_to(root: Any, name: str) -> Any:
     """Log brain.<name> to stderr and to <root>/.brain/<name>.log, one timestamped line per event."""
-    import logging
-
     folder = root / ".brain"
     folder.mkdir(exist_ok=True)
     if not (folder / ".gitignore").exists():
@@ -439,10 +437,26 @@ def _log_to(root: Any, name: str) -> Any:
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
     logger = logging.getLogger(f"brain.{name}")
     logger.setLevel(logging.INFO)
-    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(path, encoding="utf-8")):
+    for handler in (logging.StreamHandler(sys.stderr), _LogFile(path)):
         handler.setFormatter(formatter)
         logger.addHandler(handler)
     return path
+
+
+class _LogFile(logging.FileHandler):
+    """The log file beside the index. A line it cannot write (a full disk) went to stderr
+    anyway: say so once, in one line, instead of logging's traceback for every line."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path, encoding="utf-8", delay=True)
+        self.failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            self.failed = True
+            error = sys.exc_info()[1]
+            reason = getattr(error, "strerror", None) or error
+            sys.stderr.write(f"brain: cannot write {self.baseFilename} ({reason}); this run is logged on stderr only\n")
 
 
 def _sync(args: argparse.Namespace) -> int:

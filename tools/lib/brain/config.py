@@ -49,8 +49,8 @@ DEFAULTS: dict[str, Any] = {
     "ask.budget_chars": 8000,
     "ask.max_files": 5,
     "ask.timeout_seconds": 120.0,
-    "search.fusion": "linear",
-    "search.spread_ratio": 0.3,
+    "search.fusion": "zscore",
+    "search.spread_ratio": 0.0,
     "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
     "search.stemmer": "auto",
 }

@@ -346,7 +346,7 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
     if mode != "hybrid":
         method = "linear"
     ids = candidates.ids
-    cosine = {cid: candidates.cosine.get(cid, 0.0) for cid in ids} if candidates.use_vector else {}
+    cosine = {cid: candidates.cosine[cid] for cid in ids if cid in candidates.cosine} if candidates.use_vector else {}
     keyword = {cid: candidates.keyword.get(cid, 0.0) for cid in ids} if candidates.use_keyword else {}
     vector_ranks = _ranks({cid: v for cid, v in cosine.items() if cid in candidates.cosine}, lambda v: True)
     keyword_ranks = _ranks(keyword, lambda v: v > 0)
@@ -358,7 +358,12 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
     else:
         vec_fn, stats["vector"] = _normaliser(method, list(cosine.values()), floor_zero=False)
         kw_fn, stats["keyword"] = _normaliser(method, list(keyword.values()), floor_zero=True)
-        norm_vec = lambda cid: vec_fn(cosine[cid])  # noqa: E731
+        # A chunk without a vector (only code) has no cosine. Normalised with the others it
+        # would read as cosine 0, far below every real one (the bundled model's sit between
+        # about 0.7 and 0.9); it counts as the least similar candidate instead.
+        least = min((vec_fn(v) for v in cosine.values()), default=0.0) if method != "linear" else 0.0
+        least = min(least, 0.0) if method == "minmax" else least
+        norm_vec = lambda cid: vec_fn(cosine[cid]) if cid in cosine else least  # noqa: E731
         norm_kw = lambda cid: kw_fn(keyword[cid])  # noqa: E731
     out: dict[int, Fused] = {}
     for cid in ids:
