@@ -74,6 +74,11 @@ class _Pending:
     chunks: list[Chunk]
 
 
+# Notes and PDFs lead each chunk's embedded text with their title (frontmatter, H1 or
+# file name), so a chunk deep in a note still says what note it is from. Plain text files
+# often have no meaningful name (exports, BEIR documents named by id): they do not.
+TITLED_EXTENSIONS = (*sources.MARKDOWN_EXTENSIONS, ".pdf")
+
 # The parts of model_identity that only the keyword index depends on: a change rebuilds it
 # with every vector from the cache, so `brain status` does not call it a model change.
 KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
@@ -453,6 +458,7 @@ class Indexer:
             chunk_chars=int(self.settings["chunking.chunk_chars"]),
             overlap_chars=int(self.settings["chunking.overlap_chars"]),
             markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
+            title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )
 
     def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
