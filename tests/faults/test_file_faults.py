@@ -274,7 +274,8 @@ def test_a_symlink_loop_does_not_crash_index_or_status(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- F19
 
 
-def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
+def _notes_with_submodule(tmp_path: Path) -> Path:
+    """A notes repo with one note of its own and a submodule `shared/` holding shared.md."""
     sub_origin = init_repo(tmp_path / "shared-notes")
     write(sub_origin, {"shared.md": "# Shared\n\nthe first version of the shared runbook\n"})
     git(sub_origin, "add", "-A")
@@ -283,6 +284,11 @@ def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
     write(root, {"a.md": "# A\n\nown note\n"})
     git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_origin), "shared")
     git(root, "commit", "-q", "-m", "with submodule")
+    return root
+
+
+def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
+    root = _notes_with_submodule(tmp_path)
     assert run_cli("--root", str(root), "hooks", "install", "--sync").returncode == 0
     assert run_cli("--root", str(root), "sync").returncode == 0  # the index records the superproject's HEAD
     assert "shared/shared.md" in run_cli("--root", str(root), "grep", "first version").stdout
@@ -296,14 +302,7 @@ def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
 
 
 def test_commits_and_checkouts_inside_a_submodule_reach_the_index(tmp_path: Path) -> None:
-    sub_origin = init_repo(tmp_path / "shared-notes")
-    write(sub_origin, {"shared.md": "# Shared\n\nthe first version of the shared runbook\n"})
-    git(sub_origin, "add", "-A")
-    git(sub_origin, "commit", "-q", "-m", "v1")
-    root = init_repo(tmp_path / "notes")
-    write(root, {"a.md": "# A\n\nown note\n"})
-    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_origin), "shared")
-    git(root, "commit", "-q", "-m", "with submodule")
+    root = _notes_with_submodule(tmp_path)
     installed = run_cli("--root", str(root), "hooks", "install", "--sync")
     assert installed.returncode == 0, installed.stderr
     hooks = Path(git(root / "shared", "rev-parse", "--absolute-git-dir").strip()) / "hooks"
