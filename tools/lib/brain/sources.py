@@ -671,7 +671,9 @@ def _json_safe(value: Any) -> Any:
 
 # A leading date in a file name (2025-01-20-, 2025_01_20 , 20250120_) is when, not what: not part of the title.
 _DATE_PREFIX = re.compile(r"^(?:\d{4}[-_.]\d{2}[-_.]\d{2}|\d{8})(?:[-_ .T]+|$)")
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+# Linear on any line: a lazy group before optional spaces and hashes took minutes on a
+# heading padded with thousands of spaces (the closing hashes are stripped in note_title).
+_H1 = re.compile(r"^#[ \t]+(\S.*)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 TITLE_MAX_CHARS = 200
 META_TEXT_MAX_CHARS = 4000  # frontmatter words kept for the keyword index: bounds what each chunk repeats
@@ -710,7 +712,10 @@ def note_title(name: str, text: str, metadata: dict[str, Any]) -> str:
                 continue
             found = None if fence else _H1.match(line)
             if found:
-                return found.group(1)[:TITLE_MAX_CHARS]
+                title = found.group(1).rstrip()
+                bare = title.rstrip("#")  # closing hashes count only after a space (CommonMark)
+                title = bare.rstrip() if bare and bare != title and bare[-1].isspace() else title
+                return " ".join(title.split())[:TITLE_MAX_CHARS]
     return readable_name(name)[:TITLE_MAX_CHARS]
 
 
