@@ -65,14 +65,15 @@ def test_update_move_remove_and_ignore(tmp_path: Path) -> None:
 def test_identical_text_is_embedded_once(tmp_path: Path) -> None:
     footer = "Questa nota è riservata. Non condividere senza permesso."
     write(tmp_path, {f"n{i}.md": f"note {i} about topic {i}\n\n{footer}\n" for i in range(3)})
-    write(tmp_path, {"x.md": footer, "y.md": footer})
+    # Same text and same title (the file name leads a note's embedded text): embedded once.
+    write(tmp_path, {"x/footer.md": footer, "y/footer.md": footer})
     report = Brain(tmp_path).index()
     assert report.chunks_embedded == 4  # three distinct notes + the footer once
     assert report.cache_hits == 1
 
 
 def test_stats_count_cache_use_across_scans_reindexes_and_rebuilds(tmp_path: Path) -> None:
-    write(tmp_path, {"a.md": "apple pie", "b.md": "apple pie"})
+    write(tmp_path, {"a/pie.md": "apple pie", "b/pie.md": "apple pie"})  # same title, same text
     brain = Brain(tmp_path)
     brain.index()  # 1 embedded, 1 from the cache
     assert brain.stats()["cache_hit_rate"] == 0.5

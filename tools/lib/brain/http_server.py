@@ -518,6 +518,9 @@ def _guarded_protocol(limit: int) -> type:
                 idle = [c for c in self.connections if c is not self and getattr(c, "_idle_since", None) is not None and c._waiting()]
                 victim = min(idle, key=lambda c: c._idle_since) if idle else self
                 victim.transport.close()
+                # Closing completes later, on a busy loop much later: counted as gone now, so
+                # uvicorn's limit_concurrency does not answer 503 to a real request meanwhile.
+                self.connections.discard(victim)
 
         def _waiting(self) -> bool:
             """True while no request is being handled (reading a head, or idle between requests)."""
