@@ -29,6 +29,7 @@ import pytest
 
 from conftest import run_cli, write
 from live_servers import brain_env, http_server, mcp_session
+from tmpfs import small_disk
 
 LETTERS = "abcdefghij"
 HANG = 120  # seconds: far beyond what the bounded work needs, far below what the unbounded work took
@@ -365,20 +366,6 @@ def test_f18_mcp_errors_never_show_the_notes_folder(tmp_path: Path) -> None:
     assert "Traceback" not in log.read_text()
 
 
-@contextmanager
-def small_disk(tmp_path: Path, size: str) -> Iterator[Path]:
-    """A tmpfs of `size` mounted for the test (needs root; skipped with the reason where mounting is impossible)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'mount failed'}); run as root to test a full disk")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 1, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
@@ -406,7 +393,7 @@ def fill(disk: Path, leave: int) -> None:
 def test_f18_full_disk_is_a_one_line_error(tmp_path: Path, room: int) -> None:
     # With 400 KB free the disk fills at the scan's last COMMIT (a traceback before);
     # with 100 KB while the index is being created.
-    with small_disk(tmp_path, "4m") as disk:
+    with small_disk(tmp_path / "disk", "4m") as disk:
         root = disk / "notes"
         # Large on disk, cheap to embed: nearly every chunk has the same text, embedded once.
         text = "parola " * 10_000

@@ -8,7 +8,6 @@ tmpfs for a full disk, an unprivileged user for an unreadable folder.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import shutil
@@ -25,6 +24,7 @@ import pytest
 
 from conftest import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session
+from tmpfs import small_disk
 
 OLD_WORD = "zanzibarquokka"
 NEW_WORD = "xylofonmarmot"
@@ -313,19 +313,6 @@ def bulky_notes(root: Path, count: int = 300) -> Path:
 def disk_usage(folder: Path) -> int:
     """Bytes the notes under `folder` take on a tmpfs (whole pages), the index left out."""
     return sum(-(-p.stat().st_size // 4096) * 4096 + 4096 for p in folder.rglob("*") if ".brain" not in p.parts)
-
-
-@contextlib.contextmanager
-def small_disk(where: Path, size: int) -> Iterator[Path]:
-    """A real tmpfs of `size` bytes mounted at `where` (skips with the reason where mounting is not allowed)."""
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}); the disk-full trials need root")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def rebuild_leftovers(notes: Path) -> list[str]:
