@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 2  # 2: a title line shares the first piece of a long line after it
+CHUNKING_VERSION = 2  # 2: a title line shares the first piece of a long line after it; the note title may lead embed texts
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 TokenCounter = Callable[[Sequence[str]], list[int]]

