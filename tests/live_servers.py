@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,14 +59,20 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Iterator[HttpServer]:
-    """`brain ARGS serve --port 0` until the block ends; ARGS go before `serve` (e.g. --root)."""
+def http_server(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, preexec_fn: Callable[[], None] | None = None
+) -> Iterator[HttpServer]:
+    """`brain ARGS serve --port 0` until the block ends; ARGS go before `serve` (e.g. --root).
+
+    `preexec_fn` runs in the child before brain starts (e.g. to lower a resource limit).
+    """
     command = [sys.executable, "-m", "brain", *args]
     if "serve" not in args:
         command.append("serve")
     if "--port" not in args:
         command += ["--port", "0"]
-    process = subprocess.Popen(command, env=brain_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, env=brain_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=preexec_fn)
     lines: list[str] = []
     found: queue.Queue[tuple[str, int] | None] = queue.Queue()
 

@@ -15,7 +15,6 @@ import resource
 import socket
 import subprocess
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import httpx
 import pytest
 
 from conftest import run_cli, write
-from live_servers import brain_env, http_server, mcp_session
+from live_servers import HttpServer, brain_env, http_server, mcp_session
 from tmpfs import small_disk
 
 LETTERS = "abcdefghij"
@@ -250,48 +249,22 @@ def test_f11_pattern_size_is_capped_and_grep_stays_bounded(served: tuple[Any, Pa
 
 
 @contextmanager
-def serve_with_few_descriptors(root: Path, descriptors: int) -> Iterator[tuple[int, list[str]]]:
-    """`brain serve` with a low open-file limit (as many systems set by default); yields its port and log lines."""
+def serve_with_few_descriptors(root: Path, descriptors: int) -> Iterator[HttpServer]:
+    """`brain serve` with a low open-file limit (as many systems set by default)."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "brain", "--root", str(root), "serve", "--port", "0"],
-        env=brain_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit,
-    )
-    lines: list[str] = []
-    port: list[int] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert process.stderr is not None
-        for raw in process.stderr:
-            line = raw.decode("utf-8", "replace")
-            lines.append(line)
-            if "at http://127.0.0.1:" in line and not port:
-                port.append(int(line.split("at http://127.0.0.1:")[1].split("/")[0]))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        assert ready.wait(HANG) and port, "".join(lines)
-        yield port[0], lines
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+    with http_server("--root", str(root), timeout=HANG, preexec_fn=limit) as server:
+        yield server
 
 
 def test_f17_slow_header_connections_cannot_lock_the_server_out(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"note.md": "the chimera paragraph\n"})
     index_json(root)
-    with serve_with_few_descriptors(root, 256) as (port, lines):
+    with serve_with_few_descriptors(root, 256) as server:
+        port = server.port
         attackers: list[socket.socket] = []
         try:
             for _ in range(300):
@@ -314,7 +287,7 @@ def test_f17_slow_header_connections_cannot_lock_the_server_out(tmp_path: Path) 
             for sock in attackers:
                 sock.close()
         time.sleep(1)  # let the server write whatever it logs about them
-    log = "".join(lines)
+    log = server.log()
     assert len(log) < 20_000, log[:3000]
     assert "Traceback" not in log
 
