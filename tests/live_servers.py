@@ -60,7 +60,8 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120, preexec_fn: Callable[[], None] | None = None
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, preexec_fn: Callable[[], None] | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[HttpServer]:
     """`brain ARGS serve --port 0` until the block ends; ARGS go before `serve` (e.g. --root).
 
@@ -72,7 +73,7 @@ def http_server(
     if "--port" not in args:
         command += ["--port", "0"]
     process = subprocess.Popen(command, env=brain_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=preexec_fn)
+                               preexec_fn=preexec_fn, cwd=cwd)
     lines: list[str] = []
     found: queue.Queue[tuple[str, int] | None] = queue.Queue()
 

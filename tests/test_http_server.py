@@ -49,9 +49,15 @@ def client(server: HttpServer) -> Iterator[httpx.Client]:
 
 def test_health_docs_and_corpora(client: httpx.Client) -> None:
     assert client.get("/health").json()["status"] == "ok"
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    # Offline and self-contained: no script at all, nothing fetched from another site, CSP says so.
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in docs.headers["content-security-policy"]
+    assert "<script" not in docs.text and "//cdn" not in docs.text and "https://" not in docs.text
+    assert "POST /search" in docs.text and "path_prefix" in docs.text and "/openapi.json" in docs.text
+    assert client.get("/redoc").status_code == 404
     spec = client.get("/openapi.json").json()
-    for path in ("/search", "/scan", "/grep", "/file", "/ask", "/status", "/c/{corpus}/search"):
+    for path in ("/search", "/index", "/grep", "/file", "/ask", "/status", "/stats", "/c/{corpus}/search"):
         assert path in spec["paths"], path
     corpora = client.get("/corpora").json()
     assert corpora["default"] == "default"
@@ -63,16 +69,16 @@ def test_search(client: httpx.Client) -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["results"][0]["path"] == "database/projects/gengle/index.md" and len(body["results"]) == 3
-    filtered = client.post("/search", json={"query": "nginx", "mode": "bm25", "path": "diary/"}).json()
+    filtered = client.post("/search", json={"query": "nginx", "mode": "bm25", "path_prefix": "diary/"}).json()
     assert filtered["results"] and all(r["path"].startswith("diary/") for r in filtered["results"])
 
 
 def test_scan_returns_the_report(client: httpx.Client) -> None:
-    report = client.post("/scan").json()
+    report = client.post("/index").json()
     assert set(report["counts"]) == {"added", "updated", "unchanged", "moved", "removed", "failed"}
     assert report["counts"]["unchanged"] == 17 and report["counts"]["failed"] == 0
     assert report["failed"] == [] and report["moved"] == [] and report["removed"] == []
-    assert client.post("/scan", json={"full": False}).status_code == 200
+    assert client.post("/index", json={"full": False}).status_code == 200
 
 
 def test_grep_file_ask_and_status(client: httpx.Client, server: HttpServer) -> None:
@@ -183,7 +189,7 @@ def test_corpora_are_separate(client: httpx.Client, work_notes: Path) -> None:
     assert not any(r["path"].startswith("clients/") for r in default["results"])
     same = client.post("/c/default/search", json={"query": "progetti Laravel", "limit": 3}).json()
     assert same["results"] == client.post("/search", json={"query": "progetti Laravel", "limit": 3}).json()["results"]
-    report = client.post("/c/work/scan").json()
+    report = client.post("/c/work/index").json()
     assert report["counts"]["unchanged"] == 2 and report["database"] == str(work_notes / ".brain" / "brain.sqlite")
     missing = client.post("/c/nope/search", json={"query": "robots"})
     assert missing.status_code == 404 and missing.json()["field"] == "corpus"
@@ -213,3 +219,16 @@ def test_refuses_to_listen_beyond_loopback_without_a_token(indexed_example: Path
     out = run_cli("--root", str(indexed_example), "serve", "--host", "0.0.0.0", "--port", "0", timeout=60)
     assert out.returncode == 1
     assert "BRAIN_HTTP_TOKEN" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_serve_with_corpus_inside_a_notes_folder_also_serves_that_folder(indexed_example: Path, tmp_path: Path) -> None:
+    """`brain serve --corpus x=…` run inside a notes folder serves it too; run elsewhere, only x (and says so)."""
+    notes = copy_notes(indexed_example, tmp_path / "notes")
+    other = copy_notes(indexed_example, tmp_path / "other")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd, expected in ((notes / "diary", ["default", "x"]), (elsewhere, ["x"])):
+        with http_server("serve", "--corpus", f"x={other}", cwd=cwd) as running:
+            with httpx.Client(base_url=running.url, timeout=60) as http:
+                assert [c["name"] for c in http.get("/corpora").json()["corpora"]] == expected
+            assert ("default=" in running.log()) == ("default" in expected), running.log()

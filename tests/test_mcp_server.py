@@ -13,7 +13,7 @@ import pytest
 from conftest import write
 from live_servers import copy_notes, mcp_session
 
-TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_scan", "memory_status"}
+TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status", "memory_stats"}
 
 
 def data(result: Any) -> dict[str, Any]:
@@ -45,14 +45,28 @@ def test_tools_are_listed_with_descriptions_and_typed_parameters(indexed_example
             assert search["required"] == ["query"]
             props = search["properties"]
             assert props["query"]["type"] == "string" and props["query"]["description"]
-            assert {"limit", "mode", "excerpt_chars", "where", "path"} <= set(props)
+            assert {"limit", "mode", "excerpt_chars", "where", "path_prefix"} <= set(props)
             assert {"hybrid", "bm25", "vector"} <= set(json.dumps(props["mode"]).replace('"', " ").split())
-            assert set(tools["memory_grep"].input_schema["properties"]) >= {"pattern", "file", "context", "limit"}
+            assert set(tools["memory_grep"].input_schema["properties"]) >= {"pattern", "path", "context", "limit"}
             assert set(tools["memory_get_file"].input_schema["properties"]) >= {"path", "offset", "length"}
             assert tools["memory_search"].annotations.read_only_hint is True
-            assert tools["memory_scan"].annotations.read_only_hint is False
+            assert tools["memory_index"].annotations.read_only_hint is False
+            assert tools["memory_ask"].annotations.open_world_hint is False  # no model set: nothing leaves
 
     anyio.run(check)
+
+
+def test_ask_is_marked_as_reaching_outside_when_a_remote_model_is_set(indexed_example: Path, tmp_path: Path) -> None:
+    notes = copy_notes(indexed_example, tmp_path / "notes")
+
+    async def hint(settings: str) -> Any:
+        (notes / "brain.toml").write_text(settings, encoding="utf-8")
+        async with mcp_session("--root", str(notes)) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            return tools["memory_ask"].annotations.open_world_hint
+
+    assert anyio.run(hint, '[ask]\nmodel = "gpt-4o-mini"\n') is True
+    assert anyio.run(hint, '[ask]\nmodel = "llama3.2"\nbase_url = "http://localhost:11434/v1"\n') is False
 
 
 def test_search_stays_warm_and_bad_calls_come_back_as_tool_errors(indexed_example: Path, tmp_path: Path) -> None:
@@ -67,15 +81,18 @@ def test_search_stays_warm_and_bad_calls_come_back_as_tool_errors(indexed_exampl
             hit = found["results"][0]
             assert {"score", "vector_score", "keyword_score", "start_line", "end_line", "preview"} <= set(hit)
 
-            only_diary = data(await session.call_tool("memory_search", {"query": "nginx", "path": "diary/", "mode": "bm25"}))
+            only_diary = data(await session.call_tool("memory_search", {"query": "nginx", "path_prefix": "diary/", "mode": "bm25"}))
             assert only_diary["results"] and all(r["path"].startswith("diary/") for r in only_diary["results"])
 
             # A user's mistake: the CLI's one-line message, as a tool error; the server carries on.
             assert "empty query" in error_text(await session.call_tool("memory_search", {"query": "   "}))
             assert "key=value" in error_text(await session.call_tool("memory_search", {"query": "x", "where": ["oops"]}))
-            assert "limit" in error_text(await session.call_tool("memory_search", {"query": "x", "limit": 0}))
-            assert "mode" in error_text(await session.call_tool("memory_search", {"query": "x", "mode": "fuzzy"}))
-            assert "query" in error_text(await session.call_tool("memory_search", {}))
+            # Argument errors: one line that starts with the field's name, no pydantic page of text or URL.
+            for arguments, field in (({"query": "x", "limit": 0}, "limit"), ({"query": "x", "mode": "fuzzy"}, "mode"),
+                                     ({}, "query"), ({"query": "x", "colour": "red"}, "colour")):
+                text = error_text(await session.call_tool("memory_search", arguments))
+                assert text.startswith(f"{field}: ") and "\n" not in text and "http" not in text, text
+            assert error_text(await session.call_tool("memory_search", {})) == "query: required"
             unknown = await session.call_tool("memory_forget", {"query": "x"})
             assert unknown.is_error
             again = data(await session.call_tool("memory_search", {"query": "progetti Laravel", "limit": 3}))
@@ -112,7 +129,7 @@ def test_scan_reports_moves_and_failures(notes: Path) -> None:
 
     async def check() -> None:
         async with mcp_session("--root", str(notes)) as session:
-            report = data(await session.call_tool("memory_scan", {}))
+            report = data(await session.call_tool("memory_index", {}))
             assert report["moved"] == [{"from": "notes/reading-list.txt", "to": "notes/libri.txt"}]
             assert [f["path"] for f in report["failed"]] == ["broken.pdf"] and report["failed"][0]["reason"]
             assert report["counts"]["moved"] == 1 and report["counts"]["failed"] == 1
@@ -130,10 +147,10 @@ def test_grep_get_file_ask_and_status(indexed_example: Path) -> None:
             assert found["matches"], found
             hit = found["matches"][0]
             assert {"path", "line", "offset", "text", "match", "before", "after"} <= set(hit)
-            one = data(await session.call_tool("memory_grep", {"pattern": "nginx", "file": "diary/2025-01-20.md"}))
+            one = data(await session.call_tool("memory_grep", {"pattern": "nginx", "path": "diary/2025-01-20.md"}))
             assert {m["path"] for m in one["matches"]} == {"diary/2025-01-20.md"}
             assert "regular expression" in error_text(await session.call_tool("memory_grep", {"pattern": "(unclosed"}))
-            assert "'..'" in error_text(await session.call_tool("memory_grep", {"pattern": "x", "file": "../x.md"}))
+            assert "'..'" in error_text(await session.call_tool("memory_grep", {"pattern": "x", "path": "../x.md"}))
 
             # A grep hit's offset reads back the line it found.
             part = data(await session.call_tool("memory_get_file", {"path": hit["path"], "offset": hit["offset"], "length": 40}))

@@ -23,7 +23,7 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     notes = copy_notes(indexed_example, tmp_path / "notes")
     (notes / "diary" / "2024-05-02.md").rename(notes / "diary" / "maggio.md")
     write(notes, {"broken.pdf": b"%PDF-1.4 not really"})
-    search = {"query": QUERY, "limit": 4, "mode": "hybrid", "where": [], "path": None}
+    search = {"query": QUERY, "limit": 4, "mode": "hybrid", "where": [], "path_prefix": None}
     excerpts = {"query": QUERY, "limit": 2, "excerpt_chars": 300}
     grep = {"pattern": "nginx", "context": 1, "limit": 5}
 
@@ -48,7 +48,7 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     async def through_mcp() -> list[Any]:
         async with mcp_session("--root", str(notes)) as session:
             calls = [
-                ("memory_scan", {}),
+                ("memory_index", {}),
                 ("memory_search", search),
                 ("memory_search", excerpts),
                 ("memory_grep", grep),
@@ -66,7 +66,7 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_error = anyio.run(through_mcp)
 
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
-        http_scan = http.post("/scan").json()
+        http_scan = http.post("/index").json()
         http_search = http.post("/search", json=search).json()
         http_excerpts = http.post("/search", json=excerpts).json()
         http_grep = http.post("/grep", json=grep).json()
@@ -83,3 +83,90 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     message = cli_error.removeprefix("brain: ")
     assert message.startswith("empty query")
     assert mcp_error.endswith(message) and http_error == message
+
+
+def _from_schema(schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    """What a JSON schema property says of a parameter: required, default, bounds, choices."""
+    parts = [schema, *schema.get("anyOf", [])]
+    found = {key: next((p[key] for p in parts if key in p), None) for key in ("minimum", "maximum", "enum")}
+    default = schema.get("default")
+    return {"required": required, "default": [] if default is None and schema.get("type") == "array" else default,
+            "minimum": found["minimum"], "maximum": found["maximum"],
+            "choices": tuple(found["enum"]) if found["enum"] else None}
+
+
+def _declared(param: Any) -> dict[str, Any]:
+    default = list(param.default) if isinstance(param.default, tuple) else param.default
+    numeric = param.kind in ("int", "float")
+    return {"required": param.required, "default": None if param.required else default,
+            "minimum": param.minimum if numeric else None, "maximum": param.maximum if numeric else None,
+            "choices": param.choices}
+
+
+def _from_click(param: Any) -> dict[str, Any]:
+    import click
+
+    kind = param.type
+    default = None if param.required else param.default
+    if param.multiple:
+        default = list(default or [])
+    return {"required": param.required, "default": default,
+            "minimum": getattr(kind, "min", None) if isinstance(kind, click.types._NumberRangeBase) else None,
+            "maximum": getattr(kind, "max", None) if isinstance(kind, click.types._NumberRangeBase) else None,
+            "choices": tuple(kind.choices) if isinstance(kind, click.Choice) else None}
+
+
+def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_example: Path, tmp_path: Path) -> None:
+    """The CLI's options, the MCP tools' input schemas and the HTTP API's OpenAPI all say what operations declares."""
+    from brain.cli import cli
+    from brain.operations import OPERATIONS
+
+    notes = copy_notes(indexed_example, tmp_path / "notes")
+    declared = {op.name: {p.name: _declared(p) for p in op.params} for op in OPERATIONS}
+
+    # CLI: every option but --root/--config and the output flags (--json, --format, --yes) is a parameter.
+    output_only = {"as_json", "fmt", "yes", "help"}
+    for op in OPERATIONS:
+        command = cli.commands[op.name]
+        params = {p.name: _from_click(p) for p in command.params if p.expose_value and p.name not in output_only}
+        assert params == declared[op.name], op.name
+        flags = {flag for p in command.params if p.name in output_only - {"help"} for flag in p.opts}
+        assert flags <= {"--json", "--format", "--yes", "-y"} and {f for f in op.cli_flags if f != "--yes"} <= flags
+
+    async def tool_schemas() -> dict[str, Any]:
+        async with mcp_session("--root", str(notes)) as session:
+            return {tool.name: tool.input_schema for tool in (await session.list_tools()).tools}
+
+    tools = anyio.run(tool_schemas)
+    assert set(tools) == {op.mcp_tool for op in OPERATIONS}
+    for op in OPERATIONS:
+        schema = tools[op.mcp_tool]
+        props = {name: _from_schema(s, name in schema.get("required", [])) for name, s in schema.get("properties", {}).items()}
+        assert props == declared[op.name], op.mcp_tool
+
+    with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        spec = http.get("/openapi.json").json()
+    models = spec["components"]["schemas"]
+    for op in OPERATIONS:
+        method, path = op.http
+        endpoint = spec["paths"][path][method.lower()]
+        if method == "GET":
+            props = {p["name"]: _from_schema(p["schema"], p.get("required", False)) for p in endpoint.get("parameters", [])}
+        else:
+            body = endpoint["requestBody"]["content"]["application/json"]["schema"]
+            ref = body.get("$ref") or next(a["$ref"] for a in body["anyOf"] if "$ref" in a)
+            model = models[ref.rsplit("/", 1)[-1]]
+            assert model.get("additionalProperties") is False, op.name  # unknown parameters are refused
+            props = {name: _from_schema(s, name in model.get("required", [])) for name, s in model["properties"].items()}
+        assert props == declared[op.name], path
+
+
+def test_commands_doc_carries_the_operations_table() -> None:
+    """docs/commands.md shows the parameters as operations declares them (regenerate: python -m brain.operations)."""
+    from conftest import PROJECT
+
+    from brain.operations import markdown_reference
+
+    doc = (PROJECT / "docs" / "commands.md").read_text(encoding="utf-8")
+    table = doc.split("<!-- operations:start -->\n", 1)[1].split("<!-- operations:end -->", 1)[0]
+    assert table == markdown_reference()

@@ -234,13 +234,13 @@ def test_f11_pattern_size_is_capped_and_grep_stays_bounded(served: tuple[Any, Pa
         # out of memory on it and its fallback engine took minutes over the 10 MB note.
         rng = random.Random(7)
         alternation = "|".join("".join(rng.choice(LETTERS) for _ in range(6)) + "k" for _ in range(12_500))
-        refused = client.post("/grep", json={"pattern": alternation, "file": "big.txt"})
+        refused = client.post("/grep", json={"pattern": alternation, "path": "big.txt"})
         assert refused.status_code == 400
         assert refused.json()["field"] == "pattern" and "characters" in refused.json()["error"]
         # A pattern near the limit still greps the 10 MB and answers.
         allowed = "|".join("".join(rng.choice(LETTERS) for _ in range(6)) + "k" for _ in range(240)) + "|w000123x"
         assert len(allowed) <= 2000
-        found = client.post("/grep", json={"pattern": allowed, "file": "big.txt"})
+        found = client.post("/grep", json={"pattern": allowed, "path": "big.txt"})
         assert found.status_code == 200, found.text
         assert [m["line"] for m in found.json()["matches"]] == [13]
 
@@ -301,14 +301,14 @@ def test_f18_bad_paths_over_http_are_json_errors(served: tuple[Any, Path]) -> No
         for response in (
             client.get("/file", params={"path": "a" * 300 + ".md"}),
             client.get("/file", params={"path": "a/" * 3000 + "x.md"}),
-            client.post("/grep", content=b'{"pattern": "x", "file": "\\ud800.md"}', headers={"content-type": "application/json"}),
-            client.post("/grep", json={"pattern": "x", "file": "b" * 300 + ".md"}),
-            client.post("/search", content=b'{"query": "x", "path": "\\ud800"}', headers={"content-type": "application/json"}),
+            client.post("/grep", content=b'{"pattern": "x", "path": "\\ud800.md"}', headers={"content-type": "application/json"}),
+            client.post("/grep", json={"pattern": "x", "path": "b" * 300 + ".md"}),
+            client.post("/search", content=b'{"query": "x", "path_prefix": "\\ud800"}', headers={"content-type": "application/json"}),
         ):
             assert 400 <= response.status_code < 500, response.text
             body = response.json()
             assert set(body) >= {"error", "field", "status"} and body["status"] == response.status_code
-            assert body["field"] in ("path", "file"), body
+            assert body["field"] in ("path", "path_prefix"), body
             assert "\n" not in body["error"] and str(root) not in body["error"]
 
 
@@ -324,8 +324,8 @@ def test_f18_mcp_errors_never_show_the_notes_folder(tmp_path: Path) -> None:
             for tool, arguments in [
                 ("memory_get_file", {"path": "a" * 300 + ".md"}),
                 ("memory_get_file", {"path": "a/" * 3000 + "x.md"}),
-                ("memory_grep", {"pattern": "x", "file": "d/" * 2100 + "x.md"}),
-                ("memory_grep", {"pattern": "x", "file": "c" * 300 + ".md"}),
+                ("memory_grep", {"pattern": "x", "path": "d/" * 2100 + "x.md"}),
+                ("memory_grep", {"pattern": "x", "path": "c" * 300 + ".md"}),
             ]:
                 result = await session.call_tool(tool, arguments)
                 assert result.is_error
@@ -393,14 +393,14 @@ def test_f18_read_only_index_is_a_one_line_error(tmp_path: Path) -> None:
         found = run_cli("--root", str(root), "search", "siren", "--json", timeout=HANG)
         assert found.returncode == 0 and json.loads(found.stdout)["results"][0]["path"] == "note.md"
         with http_server("--root", str(root)) as server:
-            scan = httpx.post(server.url + "/scan", timeout=HANG)
+            scan = httpx.post(server.url + "/index", timeout=HANG)
             assert scan.status_code == 503 and "read-only" in scan.json()["error"], scan.text
             assert str(root) not in scan.text
         log = tmp_path / "mcp.log"
 
         async def check() -> str:
             async with mcp_session("--root", str(root), log=log) as session:
-                result = await session.call_tool("memory_scan", {})
+                result = await session.call_tool("memory_index", {})
                 assert result.is_error
                 return str(result.content[0].text)
 

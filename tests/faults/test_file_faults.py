@@ -331,7 +331,7 @@ def test_a_backslash_in_a_file_name_is_readable_over_http(tmp_path: Path) -> Non
         got = client.get("/file", params={"path": "back\\slash.md"})
         assert got.status_code == 200, got.text
         assert "backslash note body" in got.json()["text"]
-        grep = client.post("/grep", json={"pattern": "body", "file": "back\\slash.md"})
+        grep = client.post("/grep", json={"pattern": "body", "path": "back\\slash.md"})
         assert grep.status_code == 200 and grep.json()["matches"], grep.text
 
 
@@ -366,11 +366,11 @@ def test_scan_full_must_be_a_boolean(tmp_path: Path) -> None:
     assert run_cli("--root", str(root), "index").returncode == 0
     with http_server("--root", str(root)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
         for value in ("yes", 1, "true", None):
-            response = client.post("/scan", json={"full": value})
+            response = client.post("/index", json={"full": value})
             assert 400 <= response.status_code < 500, (value, response.text)
             body = response.json()
             assert body["field"] == "full" and body["status"] == response.status_code and body["error"]
-        assert client.post("/scan", json={"full": False}).json()["rebuilt"] is False
+        assert client.post("/index", json={"full": False}).json()["rebuilt"] is False
         for route, method in (("/nope", "GET"), ("/search", "GET"), ("/file", "DELETE")):
             answer = client.request(method, route)
             assert 400 <= answer.status_code < 500
@@ -419,8 +419,8 @@ def test_http_errors_name_the_input_they_are_about(tmp_path: Path) -> None:
     with http_server("--root", str(root)) as server, httpx.Client(base_url=server.url, timeout=60) as client:
         unindexed = client.get("/file", params={"path": "new.md"})
         assert unindexed.status_code == 404 and unindexed.json()["field"] == "path", unindexed.text
-        grep = client.post("/grep", json={"pattern": "x", "file": "new.md"})
-        assert grep.status_code == 404 and grep.json()["field"] == "file", grep.text
+        grep = client.post("/grep", json={"pattern": "x", "path": "new.md"})
+        assert grep.status_code == 404 and grep.json()["field"] == "path", grep.text
         past = client.get("/file", params={"path": "a.md", "offset": 10_000})
         assert past.status_code == 400 and past.json()["field"] == "offset", past.text
         for response in (unindexed, grep, past):

@@ -72,7 +72,7 @@ def one_line_error(done: subprocess.CompletedProcess[str], fragment: str) -> str
 
 
 def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
-    """/search, /file, then a CLI `brain index` and a `/scan`: the index stays intact and the server answers."""
+    """/search, /file, then a CLI `brain index` and a `/index`: the index stays intact and the server answers."""
     notes = make_notes(tmp_path / "notes")
     db = notes / ".brain" / "brain.sqlite"
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
@@ -86,7 +86,7 @@ def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: P
         assert answer.status_code == 200, answer.text
         assert paths_of(answer.json()) == ["travel/alps.md"]
         write(notes, {"work/new.md": f"# New\n\nAnother {NEW_WORD} note.\n"})
-        scanned = client.post("/scan", json={})
+        scanned = client.post("/index", json={})
         assert scanned.status_code == 200, scanned.text
         assert scanned.json()["added"] == ["work/new.md"]
         assert client.post("/search", json={"query": "certificate", "mode": "bm25"}).status_code == 200
@@ -97,7 +97,7 @@ def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: P
 
 
 def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
-    """memory_search, memory_get_file, a CLI `brain index`, memory_scan: integrity_check stays ok on disk."""
+    """memory_search, memory_get_file, a CLI `brain index`, memory_index: integrity_check stays ok on disk."""
     notes = make_notes(tmp_path / "notes")
     db = notes / ".brain" / "brain.sqlite"
 
@@ -112,7 +112,7 @@ def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Pa
             done = await anyio.to_thread.run_sync(lambda: run_cli("--root", str(notes), "index"))
             assert done.returncode == 0, done.stderr
             write(notes, {"work/new.md": f"# New\n\nAnother {NEW_WORD} note.\n"})
-            scanned = await session.call_tool("memory_scan", {})
+            scanned = await session.call_tool("memory_index", {})
             assert not scanned.is_error, scanned.content
             found = await session.call_tool("memory_search", {"query": NEW_WORD, "mode": "bm25"})
             assert not found.is_error, found.content
@@ -413,7 +413,7 @@ def test_f13_only_the_main_file_deleted_under_a_server(tmp_path: Path, command: 
             assert answer.status_code == 200, answer.text
             assert paths_of(answer.json()) == wanted
         write(notes, {"work/new.md": f"# New\n\nA second {NEW_WORD} note.\n"})
-        assert client.post("/scan", json={}).json()["added"] == ["work/new.md"]
+        assert client.post("/index", json={}).json()["added"] == ["work/new.md"]
     assert integrity(db) == "ok"
     verified = run_cli("--root", str(notes), "status", "--verify", "--json")
     assert '"clean": true' in verified.stdout, verified.stdout

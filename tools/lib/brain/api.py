@@ -6,7 +6,6 @@ methods and render the objects they return, so they can never disagree.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -16,7 +15,7 @@ from .config import DEFAULTS, Settings, find_root, load_settings, set_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .freshness import StatusReport, index_status
-from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
+from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
 from .store import Store, writer_lock
@@ -102,9 +101,12 @@ class Brain:
             self._searcher = Searcher(self.settings, self.embedder)
         return self._searcher
 
-    def search(self, query: str, **options: Any) -> SearchResponse:
-        """Files that talk about `query`; see Searcher.search for the options."""
-        return self.searcher.search(query, **options)
+    def search(self, query: str, *, explain: bool = False, **options: Any) -> SearchResponse:
+        """Files that talk about `query`; see Searcher.search for the options (`explain`: the JSON says how
+        each score was made)."""
+        response = self.searcher.search(query, **options)
+        response.explained = explain
+        return response
 
     # ------------------------------------------------------------ long files and exact lookups
 
@@ -112,18 +114,19 @@ class Brain:
         self,
         pattern: str,
         *,
-        file: str | None = None,
+        path: str | None = None,
         context: int = 0,
         limit: int = DEFAULT_LIMIT,
         case_sensitive: bool = False,
     ) -> GrepResponse:
-        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `file`)."""
+        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `path`, a file or folder)."""
         with _open(self.settings, create=False) as store:
-            return grep(TextReader(self.settings, store), pattern, file=file, context=context, limit=limit,
+            return grep(TextReader(self.settings, store), pattern, file=path, context=context, limit=limit,
                         case_sensitive=case_sensitive)
 
-    def get_file(self, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
-        """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end)."""
+    def get_file(self, path: str, *, offset: int = 0, length: int | None = None) -> TextRange:
+        """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end, at most
+        operations.MAX_READ_BYTES)."""
         with _open(self.settings, create=False) as store:
             return read_range(TextReader(self.settings, store), path, offset=offset, length=length)
 
@@ -131,19 +134,19 @@ class Brain:
         self,
         question: str,
         *,
+        limit: int | None = None,
         budget: int | None = None,
-        max_files: int | None = None,
         model: str | None = None,
         show_prompt: bool = False,
         on_token: Callable[[str], None] | None = None,
         **search_options: Any,
     ) -> AskResult:
-        """Answer `question` from the notes with one language-model call (see brain.ask)."""
+        """Answer `question` from the notes with one language-model call (see brain.ask); `limit` files at most."""
         from .ask import ask
 
         with _open(self.settings, create=False) as store:
             return ask(self.settings, TextReader(self.settings, store), self.search, question, budget=budget,
-                       max_files=max_files, model=model, show_prompt=show_prompt, on_token=on_token,
+                       max_files=limit, model=model, show_prompt=show_prompt, on_token=on_token,
                        search_options=search_options)
 
     # ------------------------------------------------------------ facts
@@ -234,7 +237,3 @@ class _open:
     def __exit__(self, *exc: object) -> None:
         self.store.close()
 
-
-def dumps(data: Any) -> str:
-    """JSON as every front door prints it."""
-    return json.dumps(data, ensure_ascii=False, indent=2)

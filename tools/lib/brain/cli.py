@@ -1,195 +1,624 @@
-"""`brain` on the command line: parse, call the core API, render. Nothing else lives here."""
+"""`brain` on the command line (click): parse, call the core API, render. Nothing else lives here.
+
+The commands that are also MCP tools and HTTP endpoints (search, grep, get, ask,
+index, status, stats) get their arguments and options from `operations`, so the
+three doors take the same names, defaults and limits. Heavy modules load inside
+the commands: `brain --help` imports neither numpy nor the model nor the servers.
+"""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
 import sqlite3
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+import click
 
 from .errors import BrainError, user_error
+from .operations import Operation, Param, operation
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        sys.stderr.write(f"brain: {message} (see `{self.prog} --help`)\n")
-        raise SystemExit(EXIT_USAGE)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    # Accepted before or after the command; SUPPRESS keeps a later default from hiding an earlier value.
-    parser.add_argument("--root", default=argparse.SUPPRESS, help="notes folder (default: BRAIN_ROOT, the git top-level, or the current folder)")
-    parser.add_argument("--config", default=argparse.SUPPRESS, help="settings file (default: BRAIN_CONFIG or <root>/brain.toml)")
+COMPLETION_HELP = (
+    "Shell completion: add `eval \"$(_BRAIN_COMPLETE=bash_source brain)\"` to ~/.bashrc "
+    "(zsh: zsh_source in ~/.zshrc; fish: `_BRAIN_COMPLETE=fish_source brain | source`)."
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="brain", description="A local memory for your notes: hybrid keyword + semantic search.")
-    _common(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
-
-    p = commands.add_parser("index", help="index the notes folder (adds, updates, moves, removes)")
-    _common(p)
-    p.add_argument("--yes", "-y", action="store_true", help="do not ask (accepted for the seed's index_brain.py)")
-    p.add_argument("--full", action="store_true", help="rebuild into a new database and swap it in")
-    p.add_argument("--json", action="store_true", help="print the scan report as JSON")
-
-    p = commands.add_parser("reindex", help="re-index the named files only")
-    _common(p)
-    p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--json", action="store_true")
-
-    p = commands.add_parser("search", help="find the notes that talk about QUERY")
-    _common(p)
-    p.add_argument("query", nargs="+", metavar="QUERY")
-    p.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default=None)
-    p.add_argument("-k", "--limit", type=int, default=None, help="number of results (default 10)")
-    p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid mode (0-1)")
-    p.add_argument("--path", default=None, metavar="PREFIX", help="only files under this path")
-    p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="frontmatter filter, e.g. status!=archived")
-    p.add_argument("--chunks", action="store_true", help="list chunks instead of one result per file")
-    p.add_argument("--explain", action="store_true", help="show how each score was made")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--format", choices=("text", "json", "markdown"), default=None)
-    p.add_argument("--excerpt-chars", type=int, default=None, metavar="N",
-                   help="also give each hit the relevant excerpt of the file (about N chars) and its full length")
-
-    p = commands.add_parser("ask", help="answer QUESTION from the notes with a language model")
-    _common(p)
-    p.add_argument("question", nargs="+", metavar="QUESTION")
-    p.add_argument("--budget", type=int, default=None, metavar="CHARS", help="characters per file sent to the model (default 8000)")
-    p.add_argument("-k", "--max-files", type=int, default=None, metavar="N", help="files sent to the model (default 5)")
-    p.add_argument("--model", default=None, help="model name for this call (default: ask.model)")
-    p.add_argument("--show-prompt", action="store_true", help="print exactly what would be sent; call nothing")
-    p.add_argument("--json", action="store_true", help="print JSON (sources, messages, answer)")
-
-    p = commands.add_parser("grep", help="regular expression (RE2) over the text of every indexed file")
-    _common(p)
-    p.add_argument("pattern", metavar="PATTERN")
-    p.add_argument("--file", default=None, metavar="PATH", help="only this indexed file (or the indexed files under this folder)")
-    p.add_argument("-C", "--context", type=int, default=0, metavar="N", help="lines of context around each match")
-    p.add_argument("--case-sensitive", action="store_true", help="match case exactly (default: ignore case)")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="most matches to show (default 50, at most 500)")
-    p.add_argument("--json", action="store_true")
-
-    p = commands.add_parser("get", help="the extracted text of an indexed file, or a byte range of it")
-    _common(p)
-    p.add_argument("path", metavar="PATH")
-    p.add_argument("--offset", type=int, default=None, metavar="N", help="first byte (UTF-8, as grep reports)")
-    p.add_argument("--length", type=int, default=None, metavar="N", help="bytes to return (default 4000 with --offset)")
-    p.add_argument("--json", action="store_true")
-
-    p = commands.add_parser("eval", help="measure retrieval quality on a judged collection, per search mode")
-    _common(p)
-    p.add_argument("collection", nargs="?", metavar="FOLDER", help="a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
-    p.add_argument("--split", default="test", help="qrels split to use: qrels/SPLIT.tsv (default test)")
-    p.add_argument("--notes", metavar="DIR", help="evaluate a notes folder instead, with --queries")
-    p.add_argument("--queries", metavar="FILE", help='JSONL: {"query": ..., "relevant": [paths], "kind"?, "path"?} per line; with a FOLDER, relevant are corpus ids')
-    p.add_argument("--modes", metavar="LIST", help="comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all)")
-    p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid modes (0-1)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. search.candidates=100")
-    p.add_argument("--limit-queries", type=int, default=None, metavar="N", help="only N queries, spread evenly over the set")
-    p.add_argument("--workdir", default=None, metavar="DIR", help="where documents and indexes are cached (default ~/.cache/brain/eval)")
-    p.add_argument("--per-query", action="store_true", help="with --json: every query's scores too")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-
-    p = commands.add_parser("stats", help="what the index holds")
-    _common(p)
-    p.add_argument("--json", action="store_true")
-
-    p = commands.add_parser("status", help="how fresh the index is: stale, missing, orphaned files; commits; rebuilds")
-    _common(p)
-    p.add_argument("--verify", action="store_true", help="hash every file instead of comparing size and time")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-
-    p = commands.add_parser("sync", help="catch the index up with git: re-index what changed since the last indexed commit")
-    _common(p)
-    p.add_argument("--hook", default=None, metavar="NAME", help="run as the git hook NAME (one log line; merges with a waiting run)")
-    p.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)  # the hook's background run: own session
-    p.add_argument("--json", action="store_true", help="print the sync report as JSON")
-
-    p = commands.add_parser("hooks", help="install or remove the git hooks that keep the index fresh")
-    _common(p)
-    hook_commands = p.add_subparsers(dest="hooks_command", metavar="ACTION", parser_class=_Parser)
-    hook_commands.required = True
-    install = hook_commands.add_parser("install", help="install post-commit, post-merge, post-rewrite and post-checkout")
-    _common(install)
-    install.add_argument("--sync", action="store_true", help="re-index in the foreground (git waits) instead of in the background")
-    install.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
-    install.add_argument("--json", action="store_true")
-    uninstall = hook_commands.add_parser("uninstall", help="remove brain's hooks and restore the ones they replaced")
-    _common(uninstall)
-    uninstall.add_argument("--hook", action="append", default=[], metavar="NAME", help="only this hook (repeatable)")
-    uninstall.add_argument("--json", action="store_true")
-
-    p = commands.add_parser("watch", help="re-index notes as they are saved (runs until Ctrl-C)")
-    _common(p)
-    p.add_argument("--debounce", type=float, default=1.5, metavar="SECONDS", help="quiet time before a burst of writes is indexed (default 1.5)")
-
-    p = commands.add_parser("schedule", help="rebuild the index every night (runs until Ctrl-C)")
-    _common(p)
-    p.add_argument("--at", default="03:00", metavar="HH:MM", help="local time of the daily rebuild (default 03:00)")
-    p.add_argument("--once", action="store_true", help="rebuild once now, log it like a scheduled run, and exit")
-
-    p = commands.add_parser("config", help="show or change settings")
-    _common(p)
-    config_commands = p.add_subparsers(dest="config_command", metavar="ACTION", parser_class=_Parser)
-    config_commands.required = True
-    show = config_commands.add_parser("show", help="effective settings and where each came from")
-    _common(show)
-    show.add_argument("--json", action="store_true")
-    setter = config_commands.add_parser("set", help="write KEY = VALUE into brain.toml, keeping everything else")
-    _common(setter)
-    setter.add_argument("key")
-    setter.add_argument("value")
-    _add_front_door_commands(commands)
-    return parser
+# ------------------------------------------------------------------ shared options
 
 
-def _add_front_door_commands(commands: Any) -> None:
-    """`brain claude install`, `brain mcp`, `brain serve`: the doors for agents and programs."""
-    p = commands.add_parser("claude", help="Claude Code integration (the /memory-search slash command)")
-    _common(p)
-    claude_commands = p.add_subparsers(dest="claude_command", metavar="ACTION", parser_class=_Parser)
-    claude_commands.required = True
-    install = claude_commands.add_parser("install", help="write .claude/commands/memory-search.md into the notes folder")
-    _common(install)
-    install.add_argument("--force", action="store_true", help="replace a different existing memory-search.md")
-    install.add_argument("--json", action="store_true")
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """Keep --root/--config wherever they were given: before the command or after it (the later wins)."""
 
-    p = commands.add_parser("mcp", help="serve the notes to MCP clients (Claude Code, Claude Desktop) over stdio")
-    _common(p)
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            ctx.ensure_object(dict)
+            ctx.find_root().ensure_object(dict)[name] = value
+        return value
 
-    p = commands.add_parser("serve", help="serve the notes over HTTP (JSON API, OpenAPI docs at /docs)")
-    _common(p)
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need BRAIN_HTTP_TOKEN)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
-    p.add_argument("--corpus", action="append", default=[], metavar="NAME=PATH", help="also serve this notes folder at /c/NAME/ (repeatable)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="another Host name clients use to reach the server")
+    return callback
 
 
-def _brain(args: argparse.Namespace, progress: bool = False) -> Any:
+def _location_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    function = click.option(
+        "--config", metavar="FILE", expose_value=False, is_eager=True, callback=_remember("config"),
+        help="Settings file (default: BRAIN_CONFIG, else brain.toml in the notes folder).",
+    )(function)
+    return click.option(
+        "--root", metavar="FOLDER", expose_value=False, is_eager=True, callback=_remember("root"),
+        help="Notes folder (default: BRAIN_ROOT, else the nearest folder with brain.toml or .brain/, "
+        "else the git top-level, else the current folder).",
+    )(function)
+
+
+def _location() -> tuple[str | None, str | None]:
+    state = click.get_current_context().find_root().obj or {}
+    return state.get("root"), state.get("config")
+
+
+def _brain(progress: bool = False) -> Any:
     from .api import Brain
 
-    return Brain(getattr(args, "root", None), getattr(args, "config", None), show_progress=progress)
+    root, config = _location()
+    return Brain(root, config, show_progress=progress)
+
+
+def _json_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(function)
+
+
+def _help(text: str, examples: Sequence[str] = ()) -> str:
+    """A command's help: its paragraph, then examples kept as written (click's \\b stops re-wrapping)."""
+    if not examples:
+        return text
+    return text + "\n\n\b\nExamples:\n" + "\n".join(f"  {line}" for line in examples)
+
+
+# ------------------------------------------------------------------ options from the operations table
+
+
+def _click_type(param: Param) -> Any:
+    if param.choices:
+        return click.Choice(param.choices)
+    if param.kind == "int":
+        return click.IntRange(_int(param.minimum), _int(param.maximum))
+    if param.kind == "float":
+        return click.FloatRange(param.minimum, param.maximum)
+    return click.STRING
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _click_param(param: Param) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    if param.required:
+        # A query or question may be typed without quotes: its words are joined with spaces.
+        words = param.name in ("query", "question")
+        return click.argument(param.name, metavar=param.metavar, nargs=-1 if words else 1, required=True)
+    if param.kind == "bool":
+        return click.option(*param.cli_flags, param.name, is_flag=True, default=False, help=param.help)
+    return click.option(
+        *param.cli_flags,
+        param.name,
+        type=_click_type(param),
+        default=None if param.kind == "list" else param.default,
+        multiple=param.kind == "list",
+        metavar=param.metavar,
+        show_default=param.default not in (None, False, ()),
+        help=param.help,
+    )
+
+
+def operation_command(name: str, **extra: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """A click command for operation `name`: its help, examples and every parameter come from `operations`."""
+    op = operation(name)
+
+    def decorate(function: Callable[..., Any]) -> click.Command:
+        for param in reversed(op.params):
+            function = _click_param(param)(function)
+        function = _location_options(function)
+        return cli.command(name, help=_help(op.description, op.examples), short_help=op.summary, **extra)(function)
+
+    return decorate
+
+
+def operation_arguments(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
+    """The values click parsed, as the core API takes them (words joined, repeated flags as a list)."""
+    values: dict[str, Any] = {}
+    for param in op.params:
+        value = given.pop(param.name)
+        if param.required and isinstance(value, tuple):
+            value = " ".join(value)
+        elif param.kind == "list":
+            value = list(value or ())
+        values[param.name] = value
+    return values
+
+
+# ------------------------------------------------------------------ the group
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    help="A local memory for your notes: hybrid keyword + semantic search over Markdown, text and PDF, "
+    "in Italian and English, kept fresh by git hooks. Run `brain index` in your notes folder, then "
+    "`brain search WORDS`.\n\n" + COMPLETION_HELP,
+)
+@click.version_option(package_name="brain-search", prog_name="brain", message="%(prog)s %(version)s")
+@_location_options
+def cli() -> None:
+    pass
+
+
+@operation_command("index")
+@_json_option
+@click.option("--yes", "-y", is_flag=True, hidden=True)  # older scripts pass it; indexing never asks
+def index_command(full: bool, as_json: bool, yes: bool) -> int:
+    from . import render
+
+    report = _brain(progress=sys.stderr.isatty() and not as_json).index(full=full)
+    click.echo(render.scan_json(report) if as_json else render.scan_text(report))
+    return EXIT_OK
+
+
+@cli.command("reindex")
+@_location_options
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@_json_option
+def reindex_command(paths: tuple[str, ...], as_json: bool) -> int:
+    """Re-index the named files only (a file that is gone leaves the index).
+
+    \b
+    Examples:
+      brain reindex diary/2026-11-30.md
+      brain reindex projects/clinic.md decisions/db.md --json
+    """
+    from . import render
+
+    report = _brain().reindex(list(paths))
+    click.echo(render.scan_json(report) if as_json else render.scan_text(report))
+    return EXIT_FAILURE if report.failed else EXIT_OK
+
+
+@operation_command("search")
+@_json_option
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default=None,
+              help="Output format (default text; --json is --format json).")
+def search_command(as_json: bool, fmt: str | None, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("search"), given)
+    response = _brain().search(options.pop("query"), **options)
+    click.echo(render.search(response, "json" if as_json else (fmt or "text")))
+    return EXIT_OK
+
+
+@operation_command("ask")
+@_json_option
+def ask_command(as_json: bool, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("ask"), given)
+    streaming = not as_json and not options["show_prompt"]
+
+    def write(token: str) -> None:
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+    result = _brain().ask(options.pop("question"), on_token=write if streaming else None, **options)
+    if as_json:
+        data = result.to_dict()
+        if options["show_prompt"]:
+            data["request"] = result.request()
+        click.echo(render.as_json(data))
+    elif options["show_prompt"]:
+        click.echo(render.ask_prompt(result))
+    elif result.answer is None:
+        click.echo(render.ask_sources(result))
+    else:
+        if not result.answer.endswith("\n"):
+            sys.stdout.write("\n")
+        sent = ", ".join(s.path for s in result.sources)
+        sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
+    return EXIT_OK
+
+
+@operation_command("grep")
+@_json_option
+def grep_command(as_json: bool, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("grep"), given)
+    response = _brain().grep(options.pop("pattern"), **options)
+    if as_json:
+        click.echo(render.as_json(response.to_dict()))
+    elif response.matches:
+        click.echo(render.grep_text(response))
+    for note in render.grep_notes(response):
+        sys.stderr.write(f"brain: {note}\n")
+    return EXIT_OK
+
+
+@operation_command("get")
+@_json_option
+def get_command(as_json: bool, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("get"), given)
+    part = _brain().get_file(options.pop("path"), **options)
+    if as_json:
+        click.echo(render.as_json(part.to_dict()))
+    else:
+        sys.stderr.write(render.range_header(part) + "\n")
+        sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
+    return EXIT_OK
+
+
+@operation_command("stats")
+@_json_option
+def stats_command(as_json: bool) -> int:
+    from . import render
+
+    data = _brain().stats()
+    click.echo(render.as_json(data) if as_json else render.stats_text(data))
+    return EXIT_OK
+
+
+@operation_command("status")
+@_json_option
+def status_command(verify: bool, as_json: bool) -> int:
+    from . import render
+
+    status = _brain().status(verify=verify)
+    click.echo(render.as_json(status.to_dict()) if as_json else render.status_text(status))
+    return EXIT_OK if status.clean else EXIT_FAILURE
+
+
+@cli.command("eval")
+@_location_options
+@click.argument("collection", required=False, metavar="FOLDER")
+@click.option("--split", default="test", show_default=True, help="Which judgements to use: qrels/SPLIT.tsv.")
+@click.option("--notes", metavar="FOLDER", help="Evaluate a notes folder instead, with --queries.")
+@click.option("--queries", metavar="FILE",
+              help='JSONL, one {"query", "relevant": [paths], "kind"?, "path"?} per line; with a FOLDER, '
+              "relevant are corpus ids.")
+@click.option("--modes", metavar="LIST", help="Comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all).")
+@click.option("--vector-weight", type=click.FloatRange(0, 1), metavar="W", help="Share of meaning in hybrid modes (0-1).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a setting, e.g. search.candidates=100.")
+@click.option("--limit-queries", type=click.IntRange(1), metavar="N", help="Only N queries, spread evenly over the set.")
+@click.option("--workdir", metavar="FOLDER", help="Where documents and indexes are cached (default ~/.cache/brain/eval).")
+@click.option("--per-query", is_flag=True, help="With --json: every query's scores too.")
+@_json_option
+@click.option("--markdown", is_flag=True, help="Print a Markdown table.")
+def eval_command(collection: str | None, split: str, notes: str | None, queries: str | None, modes: str | None,
+                 vector_weight: float | None, overrides: tuple[str, ...], limit_queries: int | None,
+                 workdir: str | None, per_query: bool, as_json: bool, markdown: bool) -> int:
+    """Measure retrieval quality (nDCG@10, MRR, P@5, R@5) on a judged collection, per search mode.
+
+    FOLDER is a test collection in BEIR layout (corpus.jsonl[.gz], queries.jsonl, qrels/); or give a
+    notes folder with --notes and its judged queries with --queries. Documents are indexed once into
+    --workdir and reused. Needs the eval extra: pip install 'brain-search[eval]'.
+
+    \b
+    Examples:
+      brain eval ../data/beir/scifact --split train --modes bm25,hybrid
+      brain eval --notes ~/notes --queries judged.jsonl --markdown
+    """
+    from . import evaluation, render
+
+    report = evaluation.evaluate(
+        evaluation.load_collection(
+            collection, split=split, notes=notes, queries=queries, workdir=workdir, config=_location()[1],
+            overrides=list(overrides), limit_queries=limit_queries,
+        ),
+        modes=modes,
+        vector_weight=vector_weight,
+        show_progress=not as_json and not markdown and sys.stderr.isatty(),
+        per_query=per_query,
+    )
+    click.echo(render.as_json(report.to_dict(per_query)) if as_json else render.eval_table(report, markdown=markdown))
+    return EXIT_OK
+
+
+@cli.command("sync")
+@_location_options
+@click.option("--hook", metavar="NAME", help="Run as the git hook NAME: one log line; merges with a waiting run.")
+@click.option("--detach", is_flag=True, hidden=True)  # the hook's background run: its own session
+@_json_option
+def sync_command(hook: str | None, detach: bool, as_json: bool) -> int:
+    """Catch the index up with git: re-index what changed since the last indexed commit.
+
+    This is what the git hooks run after a commit, merge, rebase or checkout; run it by hand after
+    pulling with hooks off.
+
+    \b
+    Examples:
+      brain sync
+      brain sync --json
+    """
+    import time
+
+    from . import render
+
+    if detach:
+        with contextlib.suppress(OSError):
+            os.setsid()  # leave git's session: no terminal signal reaches the background run
+    try:
+        brain = _brain()
+        report = brain.sync(hook=hook, queue=bool(hook))
+    except BaseException as exc:
+        if not hook:
+            raise
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if isinstance(exc, BrainError):
+            print(f"{when} {hook}: failed: {exc}", flush=True)
+        else:
+            import traceback
+
+            print(f"{when} {hook}: failed: {type(exc).__name__}: {exc}\n{traceback.format_exc().rstrip()}", flush=True)
+        return EXIT_FAILURE
+    print(render.as_json(report.to_dict()) if as_json else render.sync_text(report), flush=True)
+    if hook:
+        from .gitsync import HOOK_LOG, rotate_log
+
+        rotate_log(brain.settings.root / ".brain" / HOOK_LOG)
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+@cli.group("hooks")
+@_location_options
+def hooks_group() -> None:
+    """Install or remove the git hooks that keep the index fresh after every commit, merge and checkout."""
+
+
+@hooks_group.command("install")
+@_location_options
+@click.option("--sync", "foreground", is_flag=True, help="Re-index in the foreground (git waits) instead of in the background.")
+@click.option("--hook", "names", multiple=True, metavar="NAME", help="Only this hook (repeatable).")
+@_json_option
+def hooks_install(foreground: bool, names: tuple[str, ...], as_json: bool) -> int:
+    """Install post-commit, post-merge, post-rewrite and post-checkout (a hook already there is kept and chained).
+
+    \b
+    Examples:
+      brain hooks install
+      brain hooks install --hook post-commit --sync
+    """
+    from . import render
+
+    actions = _brain().install_hooks(mode="sync" if foreground else "background", names=list(names))
+    click.echo(render.as_json([a.to_dict() for a in actions]) if as_json else render.hook_actions_text(actions))
+    return EXIT_OK
+
+
+@hooks_group.command("uninstall")
+@_location_options
+@click.option("--hook", "names", multiple=True, metavar="NAME", help="Only this hook (repeatable).")
+@_json_option
+def hooks_uninstall(names: tuple[str, ...], as_json: bool) -> int:
+    """Remove brain's hooks and restore the ones they replaced.
+
+    \b
+    Example:
+      brain hooks uninstall
+    """
+    from . import render
+
+    actions = _brain().uninstall_hooks(names=list(names))
+    click.echo(render.as_json([a.to_dict() for a in actions]) if as_json else render.hook_actions_text(actions))
+    return EXIT_OK
+
+
+@cli.command("watch")
+@_location_options
+@click.option("--debounce", type=click.FloatRange(0), default=1.5, show_default=True, metavar="SECONDS",
+              help="Quiet time before a burst of saves is indexed.")
+def watch_command(debounce: float) -> int:
+    """Re-index notes as they are saved, until Ctrl-C (logged to .brain/watch.log).
+
+    \b
+    Example:
+      brain watch --debounce 3
+    """
+    brain = _brain()
+    watcher = brain.watcher(debounce=debounce)
+    log_path = _log_to(brain.settings.root, "watch")
+    logger = logging.getLogger("brain.watch")
+    logger.info("watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
+    watcher.run(_stop_on_signals())
+    logger.info("stopped")
+    return EXIT_OK
+
+
+@cli.command("schedule")
+@_location_options
+@click.option("--at", default="03:00", show_default=True, metavar="HH:MM", help="Local time of the daily rebuild.")
+@click.option("--once", is_flag=True, help="Rebuild once now, log it like a scheduled run, and exit.")
+def schedule_command(at: str, once: bool) -> int:
+    """Rebuild the whole index every night, until Ctrl-C (logged to .brain/schedule.log).
+
+    For a rebuild that survives reboots use cron, systemd or launchd instead: see HOOKS.md.
+
+    \b
+    Examples:
+      brain schedule
+      brain schedule --at 04:30
+      brain schedule --once
+    """
+    brain = _brain()
+    nightly = brain.nightly(at=at)
+    _log_to(brain.settings.root, "schedule")
+    if once:
+        return EXIT_OK if nightly.run_once() else EXIT_FAILURE
+    nightly.run(_stop_on_signals())
+    logging.getLogger("brain.schedule").info("stopped")
+    return EXIT_OK
+
+
+@cli.group("config")
+@_location_options
+def config_group() -> None:
+    """Show or change settings (defaults, then brain.toml, then BRAIN_* environment variables)."""
+
+
+@config_group.command("show")
+@_location_options
+@_json_option
+def config_show(as_json: bool) -> int:
+    """Every setting, its effective value and where it came from.
+
+    \b
+    Example:
+      brain config show
+    """
+    from . import render
+
+    brain = _brain()
+    rows = brain.config_rows()
+    click.echo(render.as_json(rows) if as_json else render.config_text(rows, brain.settings.config_path))
+    return EXIT_OK
+
+
+@config_group.command("set")
+@_location_options
+@click.argument("key")
+@click.argument("value")
+def config_set(key: str, value: str) -> int:
+    """Write KEY = VALUE into brain.toml, keeping its comments and every other key.
+
+    \b
+    Examples:
+      brain config set search.stemmer italian
+      brain config set ask.model gpt-4o-mini
+    """
+    value_set = _brain().config_set(key, value)
+    click.echo(f"{key} = {value_set!r}")
+    return EXIT_OK
+
+
+@cli.group("claude")
+@_location_options
+def claude_group() -> None:
+    """Claude Code integration: the /memory-search slash command."""
+
+
+@claude_group.command("install")
+@_location_options
+@click.option("--force", is_flag=True, help="Replace a different memory-search.md that is already there.")
+@_json_option
+def claude_install(force: bool, as_json: bool) -> int:
+    """Write .claude/commands/memory-search.md into the notes folder.
+
+    \b
+    Example:
+      brain claude install
+    """
+    from . import render
+    from .claude_command import install
+    from .config import find_root
+
+    result = install(find_root(_location()[0]), force=force)
+    click.echo(render.as_json(result.to_dict()) if as_json else f"{result.action}: {result.path}")
+    return EXIT_OK
+
+
+@cli.command("mcp")
+@_location_options
+def mcp_command() -> int:
+    """Serve the notes to MCP clients (Claude Code, Claude Desktop) over stdio.
+
+    \b
+    Example (Claude Code):
+      claude mcp add brain -- brain --root ~/notes mcp
+    """
+    from .mcp_server import serve_stdio
+
+    serve_stdio(_corpora([]).default)
+    return EXIT_OK
+
+
+@cli.command("serve")
+@_location_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any other than loopback needs BRAIN_HTTP_TOKEN.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port; 0 picks a free one.")
+@click.option("--corpus", "corpora", multiple=True, metavar="NAME=FOLDER",
+              help="Also serve this notes folder at /c/NAME/ (repeatable).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Another Host name clients use to reach the server (repeatable).")
+def serve_command(host: str, port: int, corpora: tuple[str, ...], allow_hosts: tuple[str, ...]) -> int:
+    """Serve the notes over HTTP: a JSON API with its OpenAPI description at /openapi.json and /docs.
+
+    The notes folder around you (or --root) is served at /search, /grep, …; every --corpus folder
+    also at /c/NAME/search, … Loopback only unless BRAIN_HTTP_TOKEN is set.
+
+    \b
+    Examples:
+      brain serve
+      brain serve --corpus work=~/work-notes --port 9000
+    """
+    from .http_server import serve
+
+    serve(_corpora(list(corpora)), host=host, port=port, allow_hosts=list(allow_hosts))
+    return EXIT_OK
+
+
+def _corpora(named_texts: list[str]) -> Any:
+    """The folders a server serves: the notes folder around you (or --root) as the default, then every --corpus."""
+    from .config import find_root
+    from .served import DEFAULT_CORPUS, Corpora, parse_corpus
+
+    root, config = _location()
+    corpora = Corpora()
+    named = [parse_corpus(text) for text in named_texts]
+    # Without --root or BRAIN_ROOT the folder around you is served only when it is a notes folder
+    # (or nothing else was named); `brain serve --corpus x=…` from anywhere else serves just x.
+    if root is not None or os.environ.get("BRAIN_ROOT") or not named or _inside_notes_folder():
+        corpora.add(DEFAULT_CORPUS, find_root(root), config, default=True)
+    for name, path in named:
+        corpora.add(name, path)
+    return corpora
+
+
+def _inside_notes_folder() -> bool:
+    """True when the current folder or one above it has brain.toml or .brain/ (a notes folder brain knows)."""
+    from pathlib import Path
+
+    here = Path.cwd().resolve()
+    return any((folder / "brain.toml").is_file() or (folder / ".brain").is_dir() for folder in (here, *here.parents))
+
+
+# ------------------------------------------------------------------ running
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `brain` console script."""
+    """Entry point of the `brain` console script; returns the exit status."""
     # One query is far too small to gain from BLAS threads, and on a busy machine their
     # spin-waiting made a whole `brain search` twice as slow (1.1 s vs 0.6 s). Must be set
     # before numpy loads; torch (indexing) keeps its own threads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return _run(args)
+        result = cli.main(args=list(argv) if argv is not None else None, prog_name="brain", standalone_mode=False)
+        return result if isinstance(result, int) else EXIT_OK
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        return EXIT_OK
+    except click.UsageError as exc:
+        where = f"`{exc.ctx.command_path} --help`" if exc.ctx else "`brain --help`"
+        message = " ".join(exc.format_message().split())
+        sys.stderr.write(f"brain: {message} (see {where})\n")
+        return EXIT_USAGE
+    except click.Abort:
+        sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
+        return 130
+    except click.ClickException as exc:
+        sys.stderr.write(f"brain: {' '.join(exc.format_message().split())}\n")
+        return exc.exit_code
     except BrainError as exc:
         from .render import shown
 
@@ -198,217 +627,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, sqlite3.Error, UnicodeError) as exc:
         # A full disk, a read-only index, a name too long: one line, not a traceback.
         known = user_error(exc)
-        if known is None or isinstance(exc, BrokenPipeError):
+        if isinstance(exc, BrokenPipeError):
+            return EXIT_OK
+        if known is None:
             raise
         sys.stderr.write(f"brain: {known}\n")
         return EXIT_USAGE if known.usage else EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
-    from . import render
-
-    if args.command == "index":
-        report = _brain(args, progress=sys.stderr.isatty() and not args.json).index(full=args.full)
-        print(render.scan_json(report) if args.json else render.scan_text(report))
-        return EXIT_OK
-    if args.command == "reindex":
-        report = _brain(args).reindex(args.paths)
-        print(render.scan_json(report) if args.json else render.scan_text(report))
-        return EXIT_FAILURE if report.failed else EXIT_OK
-    if args.command == "search":
-        fmt = "json" if args.json else (args.format or "text")
-        brain = _brain(args)
-        response = brain.search(
-            " ".join(args.query),
-            mode=args.mode,
-            limit=args.limit,
-            vector_weight=args.vector_weight,
-            path_prefix=args.path,
-            where=args.where,
-            chunks=args.chunks,
-            excerpt_chars=args.excerpt_chars,
-        )
-        print(render.search(response, fmt, explain=args.explain))
-        return EXIT_OK
-    if args.command == "ask":
-        return _ask(args)
-    if args.command == "grep":
-        from .grep import DEFAULT_LIMIT
-
-        response = _brain(args).grep(
-            args.pattern,
-            file=args.file,
-            context=args.context,
-            limit=DEFAULT_LIMIT if args.limit is None else args.limit,
-            case_sensitive=args.case_sensitive,
-        )
-        if args.json:
-            print(render.as_json(response.to_dict()))
-        elif response.matches:
-            print(render.grep_text(response))
-        for note in render.grep_notes(response):
-            sys.stderr.write(f"brain: {note}\n")
-        return EXIT_OK
-    if args.command == "get":
-        from .grep import DEFAULT_LENGTH
-
-        whole = args.offset is None and args.length is None
-        part = _brain(args).get_file(
-            args.path,
-            offset=args.offset or 0,
-            length=None if whole else (DEFAULT_LENGTH if args.length is None else args.length),
-        )
-        if args.json:
-            print(render.as_json(part.to_dict()))
-        else:
-            sys.stderr.write(render.range_header(part) + "\n")
-            sys.stdout.write(part.text + ("" if part.text.endswith("\n") else "\n"))
-        return EXIT_OK
-    if args.command == "eval":
-        from . import evaluation
-
-        report = evaluation.evaluate(
-            evaluation.load_collection(
-                args.collection,
-                split=args.split,
-                notes=args.notes,
-                queries=args.queries,
-                workdir=args.workdir,
-                config=getattr(args, "config", None),
-                overrides=args.set,
-                limit_queries=args.limit_queries,
-            ),
-            modes=args.modes,
-            vector_weight=args.vector_weight,
-            show_progress=not args.json and not args.markdown and sys.stderr.isatty(),
-            per_query=args.per_query,
-        )
-        print(render.as_json(report.to_dict(args.per_query)) if args.json else render.eval_table(report, markdown=args.markdown))
-        return EXIT_OK
-    if args.command == "stats":
-        data = _brain(args).stats()
-        print(render.as_json(data) if args.json else render.stats_text(data))
-        return EXIT_OK
-    if args.command == "status":
-        status = _brain(args).status(verify=args.verify)
-        print(render.as_json(status.to_dict()) if args.json else render.status_text(status))
-        return EXIT_OK if status.clean else EXIT_FAILURE
-    if args.command == "sync":
-        return _sync(args)
-    if args.command == "hooks":
-        brain = _brain(args)
-        if args.hooks_command == "install":
-            actions = brain.install_hooks(mode="sync" if args.sync else "background", names=args.hook)
-        else:
-            actions = brain.uninstall_hooks(names=args.hook)
-        print(render.as_json([a.to_dict() for a in actions]) if args.json else render.hook_actions_text(actions))
-        return EXIT_OK
-    if args.command == "watch":
-        brain = _brain(args)
-        if args.debounce < 0:
-            raise BrainError(f"--debounce {args.debounce} must be ≥ 0 seconds", usage=True)
-        watcher = brain.watcher(debounce=args.debounce)
-        log_path = _log_to(brain.settings.root, "watch")
-        logger = logging.getLogger("brain.watch")
-        logger.info("watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
-        watcher.run(_stop_on_signals())
-        logger.info("stopped")
-        return EXIT_OK
-    if args.command == "schedule":
-        brain = _brain(args)
-        nightly = brain.nightly(at=args.at)
-        _log_to(brain.settings.root, "schedule")
-        if args.once:
-            return EXIT_OK if nightly.run_once() else EXIT_FAILURE
-        nightly.run(_stop_on_signals())
-        logging.getLogger("brain.schedule").info("stopped")
-        return EXIT_OK
-    if args.command == "config":
-        brain = _brain(args)
-        if args.config_command == "show":
-            rows = brain.config_rows()
-            print(render.as_json(rows) if args.json else render.config_text(rows, brain.settings.config_path))
-            return EXIT_OK
-        value = brain.config_set(args.key, args.value)
-        print(f"{args.key} = {value!r}")
-        return EXIT_OK
-    if args.command in ("claude", "mcp", "serve"):
-        return _run_front_door(args)
-    raise BrainError(f"unknown command {args.command!r}", usage=True)
-
-
-def _run_front_door(args: argparse.Namespace) -> int:
-    import os
-
-    from . import render
-    from .config import find_root
-
-    root = getattr(args, "root", None)
-    if args.command == "claude":
-        from .claude_command import install
-
-        result = install(find_root(root), force=args.force)
-        print(render.as_json(result.to_dict()) if args.json else f"{result.action}: {result.path}")
-        return EXIT_OK
-
-    from .served import DEFAULT_CORPUS, Corpora, parse_corpus
-
-    # The --root folder (or BRAIN_ROOT, or the one around the cwd) is the default corpus,
-    # unless only --corpus folders are named: then the first of them is.
-    corpora = Corpora()
-    named = [parse_corpus(text) for text in getattr(args, "corpus", [])]
-    if root is not None or os.environ.get("BRAIN_ROOT") or not named:
-        corpora.add(DEFAULT_CORPUS, find_root(root), getattr(args, "config", None), default=True)
-    for name, path in named:
-        corpora.add(name, path)
-    if args.command == "mcp":
-        from .mcp_server import serve_stdio
-
-        serve_stdio(corpora.default)
-        return EXIT_OK
-    from .http_server import serve
-
-    serve(corpora, host=args.host, port=args.port, allow_hosts=args.allow_host)
-    return EXIT_OK
-
-
-def _ask(args: argparse.Namespace) -> int:
-    from . import render
-
-    streaming = not args.json and not args.show_prompt
-
-    def write(token: str) -> None:
-        sys.stdout.write(token)
-        sys.stdout.flush()
-
-    result = _brain(args).ask(
-        " ".join(args.question),
-        budget=args.budget,
-        max_files=args.max_files,
-        model=args.model,
-        show_prompt=args.show_prompt,
-        on_token=write if streaming else None,
-    )
-    if args.json:
-        data = result.to_dict()
-        if args.show_prompt:
-            data["request"] = result.request()
-        print(render.as_json(data))
-    elif args.show_prompt:
-        print(render.ask_prompt(result))
-    elif result.answer is None:
-        print(render.ask_sources(result))
-    else:
-        if not result.answer.endswith("\n"):
-            sys.stdout.write("\n")
-        sent = ", ".join(s.path for s in result.sources)
-        sys.stderr.write(f"brain: answered by {result.model} from {len(result.sources)} files: {sent}\n")
-    return EXIT_OK
 def _stop_on_signals() -> Any:
     """An Event set by Ctrl-C or SIGTERM (systemd, launchd, kill), so a long run ends cleanly."""
     import signal
@@ -457,37 +686,6 @@ class _LogFile(logging.FileHandler):
             error = sys.exc_info()[1]
             reason = getattr(error, "strerror", None) or error
             sys.stderr.write(f"brain: cannot write {self.baseFilename} ({reason}); this run is logged on stderr only\n")
-
-
-def _sync(args: argparse.Namespace) -> int:
-    """`brain sync`; as a hook (--hook) every outcome, errors included, is one timestamped log line on stdout."""
-    import time
-
-    from . import render
-
-    if args.detach:
-        with contextlib.suppress(OSError):
-            os.setsid()  # leave git's session: no terminal signal reaches the background run
-    try:
-        brain = _brain(args)
-        report = brain.sync(hook=args.hook, queue=bool(args.hook))
-    except BaseException as exc:
-        if not args.hook:
-            raise
-        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        if isinstance(exc, BrainError):
-            print(f"{when} {args.hook}: failed: {exc}", flush=True)
-        else:
-            import traceback
-
-            print(f"{when} {args.hook}: failed: {type(exc).__name__}: {exc}\n{traceback.format_exc().rstrip()}", flush=True)
-        return EXIT_FAILURE
-    print(render.as_json(report.to_dict()) if args.json else render.sync_text(report), flush=True)
-    if args.hook:
-        from .gitsync import HOOK_LOG, rotate_log
-
-        rotate_log(brain.settings.root / ".brain" / HOOK_LOG)
-    return EXIT_OK if report.ok else EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -15,18 +15,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import BrainError
+from .operations import DEFAULT_GREP_LIMIT as DEFAULT_LIMIT
+from .operations import MAX_GREP_CONTEXT as MAX_CONTEXT
+from .operations import MAX_GREP_LIMIT as MAX_LIMIT
+from .operations import MAX_PATTERN_CHARS, MAX_READ_BYTES
 from .texts import FileText, TextReader, TextUnavailable
 
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 500
-MAX_CONTEXT = 50
-DEFAULT_LENGTH = 4000
 LINE_CHARS = 500  # a longer line is shown as the part around the match
-# RE2 is linear in the text, but its cost also grows with the pattern: a 100 KB
-# alternation over a 10 MB note ran out of RE2's default 8 MB of DFA memory and
-# fell back to a slower engine (330 s). A pattern is a few words or an alternation
-# of names; 2,000 characters of alternation greps 10 MB in well under a second.
-MAX_PATTERN_CHARS = 2000
 RE2_MAX_MEMORY = 64 << 20  # bytes RE2 may use for one compiled pattern and its DFA
 GREP_SECONDS = 30  # one request stops with an error past this (checked between matches and files)
 
@@ -249,12 +244,14 @@ def grep(
     return GrepResponse(pattern, case_sensitive, matches, searched, truncated, skipped, time.monotonic() - started)
 
 
-def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = DEFAULT_LENGTH) -> TextRange:
-    """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end)."""
+def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = None) -> TextRange:
+    """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end, at most MAX_READ_BYTES)."""
     if offset < 0:
         raise BrainError(f"offset must be 0 or more, got {offset}", usage=True, field="offset")
-    if length is not None and length < 0:
-        raise BrainError(f"length must be 0 or more, got {length}", usage=True, field="length")
+    if length is not None and not 1 <= length <= MAX_READ_BYTES:
+        raise BrainError(f"length must be between 1 and {MAX_READ_BYTES:,} bytes, got {length}; "
+                         "read a longer text in several ranges with --offset", usage=True, field="length")
+    length = MAX_READ_BYTES if length is None else length
     row = reader.resolve(path)
     try:
         document = reader.read(row)
@@ -271,10 +268,10 @@ def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | 
     start = offset
     while start > 0 and data[start] & 0xC0 == 0x80:  # inside a multi-byte character: start at the character
         start -= 1
-    end = total if length is None else min(total, offset + length)
+    end = min(total, offset + length)
     while end < total and data[end] & 0xC0 == 0x80:
         end -= 1
-    if end <= start and length:
+    if end <= start:
         end = start + 1
         while end < total and data[end] & 0xC0 == 0x80:
             end += 1

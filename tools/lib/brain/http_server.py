@@ -20,32 +20,30 @@ from __future__ import annotations
 
 import copy
 import hmac
-import ipaddress
+import inspect
 import json
 import os
 import socket
 import sys
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Callable
 
 # Imported only by `brain serve`, so the web framework costs nothing elsewhere.
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
 from .errors import BrainError, user_error, without_folder
-from .search import parse_filter
-from .served import Corpora, NoteNotFound, NotAvailable, PathRefused, ServedCorpus
-from .texts import MIN_EXCERPT_CHARS
+from .operations import OPERATIONS, Operation, one_line_error, request_model
+from .served import Corpora, NoteNotFound, PathRefused, ServedCorpus, is_loopback
 
 TOKEN_ENV = "BRAIN_HTTP_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-OPEN_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+OPEN_PATHS = frozenset({"/health", "/docs", "/openapi.json"})
 
 # Bounds on what one client can hold (see docs/reliability.md). Request bodies are
 # small JSON objects; a person's server rarely has more than a few clients at once.
@@ -54,17 +52,6 @@ BODY_SECONDS = 30  # to send the whole body once the headers are in
 HEADER_SECONDS = 10  # to send a whole request head, from connecting or from the last response
 MAX_CONNECTIONS = 100  # open at once; lowered to fit the process's open-file limit
 LOG_EVERY_SECONDS = 10  # one line per kind of server warning in this time; repeats are counted
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and `localhost`: addresses only this machine can reach."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def allowed_hosts(host: str, port: int, extra: list[str]) -> frozenset[str]:
@@ -194,73 +181,7 @@ class SecurityGate:
         return None
 
 
-class SearchRequest(BaseModel):
-    """POST /search: what `brain search` takes."""
-
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, description="What to look for, in any words.")
-    limit: int | None = Field(None, ge=1, le=200, description="How many files (default 10).")
-    mode: Literal["hybrid", "bm25", "vector"] | None = Field(None, description="Ranking (default hybrid).")
-    excerpt_chars: int | None = Field(
-        None, ge=MIN_EXCERPT_CHARS, description="Long files come back as excerpts of about this many characters."
-    )
-    where: list[str] = Field(default_factory=list, description="Frontmatter filters: key=value or key!=value.")
-    path: str | None = Field(None, description="Only notes under this folder.")
-    vector_weight: float | None = Field(None, ge=0, le=1, description="Weight of meaning vs keywords in hybrid mode.")
-    chunks: StrictBool = Field(False, description="One result per chunk instead of per file.")
-    explain: StrictBool = Field(False, description="Add how each score was made.")
-
-    @field_validator("where")
-    @classmethod
-    def _filters(cls, value: list[str]) -> list[str]:
-        for item in value:
-            try:
-                parse_filter(item)
-            except BrainError:
-                raise ValueError(
-                    f"{item!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators"
-                ) from None
-        return value
-
-
-class GrepRequest(BaseModel):
-    """POST /grep: what `memory_grep` takes."""
-
-    model_config = ConfigDict(extra="forbid")
-    pattern: str = Field(min_length=1, description="A regular expression (RE2 syntax).")
-    file: str | None = Field(None, description="Only this note (its path relative to the notes folder).")
-    context: int = Field(0, ge=0, le=50, description="Lines of context before and after each match.")
-    limit: int = Field(50, ge=1, le=500, description="Most matching lines to return.")
-    case_sensitive: StrictBool = Field(False, description="Match letter case exactly.")
-
-
-class AskRequest(BaseModel):
-    """POST /ask."""
-
-    model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, description="A question about the notes.")
-
-
-class ScanRequest(BaseModel):
-    """POST /scan (the body is optional)."""
-
-    model_config = ConfigDict(extra="forbid")
-    full: StrictBool = Field(False, description="Rebuild from scratch instead of updating.")
-
-
-def _field_name(error: dict[str, Any]) -> str:
-    """`where.0`, `query`, `path`…: the input a validation error is about (`body` for unreadable JSON)."""
-    loc = list(error.get("loc", ()))
-    if error.get("type") == "json_invalid":
-        return "body"
-    if loc and loc[0] in ("body", "query", "path", "header"):
-        loc = loc[1:]  # where the input came from, not its name
-    return ".".join(str(part) for part in loc) or "body"
-
-
 def _status_of(exc: BrainError) -> int:
-    if isinstance(exc, NotAvailable):
-        return 501
     if isinstance(exc, NoteNotFound):
         return 404
     if isinstance(exc, PathRefused):
@@ -281,6 +202,8 @@ def build_app(
     bearer = [Depends(HTTPBearer(auto_error=False, description=f"the value of {TOKEN_ENV}"))] if token else []
 
     app = FastAPI(
+        docs_url=None,
+        redoc_url=None,
         title="brain",
         version=__version__,
         description="A local memory for your notes: hybrid keyword + semantic search. "
@@ -315,10 +238,8 @@ def build_app(
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-        field = _field_name(first)
-        message = f"{field}: {first.get('msg', 'invalid')}"
-        details = [{"field": _field_name(e), "message": e.get("msg")} for e in errors]
+        field, message = one_line_error(errors[0] if errors else {"loc": ("body",), "msg": "invalid request"})
+        details = [{"field": one_line_error(e)[0], "message": e.get("msg")} for e in errors]
         return JSONResponse({"error": message, "field": field, "status": 422, "details": details}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
@@ -346,69 +267,17 @@ def build_app(
             "corpora": [corpus.describe() for corpus in corpora.by_name.values()],
         }
 
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """The API described on one page, from the OpenAPI document: no script, nothing fetched from elsewhere."""
+        return HTMLResponse(api_page(app.openapi()), headers={"Content-Security-Policy": DOCS_POLICY})
+
     def routes(resolve: Callable[..., ServedCorpus], prefix_tag: str) -> APIRouter:
         router = APIRouter(tags=[prefix_tag], dependencies=bearer)
-        Corpus = Depends(resolve)
-
-        def blame(request: Request, field: str) -> None:
-            request.scope["brain_field"] = field  # names the input when the core refuses it
-
-        @router.post("/search")
-        async def search(body: SearchRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
-            """Files that talk about `query`, best first (the same JSON as `brain search --json`)."""
-            blame(request, "query")
-            return await run_in_threadpool(
-                corpus.search,
-                body.query,
-                limit=body.limit,
-                mode=body.mode,
-                excerpt_chars=body.excerpt_chars,
-                where=body.where,
-                path=body.path,
-                vector_weight=body.vector_weight,
-                chunks=body.chunks,
-                explain=body.explain,
-            )
-
-        @router.post("/scan")
-        async def scan(body: ScanRequest | None = None, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
-            """Re-index the notes; returns the scan report (counts, failures with reasons, moves)."""
-            return await run_in_threadpool(corpus.scan, full=bool(body and body.full))
-
-        @router.post("/grep")
-        async def grep(body: GrepRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
-            """Regular-expression matches in the indexed notes, with line numbers and context."""
-            blame(request, "pattern")
-            return await run_in_threadpool(
-                corpus.grep, body.pattern, file=body.file, context=body.context, limit=body.limit, case_sensitive=body.case_sensitive
-            )
-
-        @router.get("/file")
-        async def get_file(
-            request: Request,
-            path: Annotated[str, Query(min_length=1, description="The note's path relative to the notes folder.")],
-            offset: Annotated[int, Query(ge=0, description="UTF-8 byte offset into the note's text.")] = 0,
-            length: Annotated[int, Query(ge=1, le=1_000_000, description="Bytes to read.")] = 4000,
-            corpus: ServedCorpus = Corpus,
-        ) -> dict[str, Any]:
-            """A window of a note's text as it is on disk now (the same JSON as `brain get --json`)."""
-            blame(request, "path")
-            return await run_in_threadpool(corpus.get_file, path, offset=offset, length=length)
-
-        @router.post("/ask")
-        async def ask(body: AskRequest, request: Request, corpus: ServedCorpus = Corpus) -> dict[str, Any]:
-            """An answer written from the notes found for `question`."""
-            blame(request, "question")
-            return await run_in_threadpool(corpus.ask, body.question)
-
-        @router.get("/status")
-        async def status(
-            verify: Annotated[bool, Query(description="Re-hash every file (slower, exact).")] = False,
-            corpus: ServedCorpus = Corpus,
-        ) -> dict[str, Any]:
-            """Is the index up to date with the notes, and what it holds."""
-            return await run_in_threadpool(corpus.status, verify=verify)
-
+        for op in OPERATIONS:
+            method, path = op.http
+            router.add_api_route(path, _endpoint(op, resolve), methods=[method], name=op.name,
+                                 summary=op.summary, description=op.description)
         return router
 
     def default_corpus() -> ServedCorpus:
@@ -426,6 +295,78 @@ def build_app(
         generate_unique_id_function=lambda route: f"corpus_{route.name}",
     )
     return SecurityGate(app, hosts=allowed_hosts(host, port, allow_hosts or []), token=token)
+
+
+def _endpoint(op: Operation, resolve: Callable[..., ServedCorpus]) -> Callable[..., Any]:
+    """The FastAPI endpoint of `op`: its parameters are `op`'s request model (JSON body for POST, query for GET)."""
+    model = request_model(op)
+    blamed = next((p.name for p in op.params if p.required), None)
+
+    async def endpoint(request: Request, corpus: ServedCorpus, params: Any = None) -> dict[str, Any]:
+        if blamed is not None:
+            request.scope["brain_field"] = blamed  # names the input when the core refuses it
+        values = params.model_dump() if params is not None else {p.name: p.default for p in op.params}
+        return await run_in_threadpool(corpus.run, op.name, values)
+
+    empty = inspect.Parameter.empty
+    parameters = [
+        inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request),
+        inspect.Parameter("corpus", inspect.Parameter.KEYWORD_ONLY, annotation=ServedCorpus, default=Depends(resolve)),
+    ]
+    if op.params:
+        required = any(p.required for p in op.params)
+        if op.http[0] == "GET":
+            annotation, default = Annotated[model, Query()], empty
+        elif required:
+            annotation, default = Annotated[model, Body()], empty
+        else:  # every field has a default: the body may be left out
+            annotation, default = Annotated[model | None, Body()], None
+        parameters.append(inspect.Parameter("params", inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+    endpoint.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    endpoint.__name__ = op.name
+    return endpoint
+
+
+DOCS_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+
+def api_page(spec: dict[str, Any]) -> str:
+    """/docs: every endpoint with its parameters, as plain HTML (the server has no internet and loads no script)."""
+    from html import escape
+
+    out = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>brain API</title>",
+        "<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+        "code{background:#f3f3f3;padding:0 .2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:.2em .5em;text-align:left;vertical-align:top}</style></head><body>",
+        f"<h1>{escape(spec['info']['title'])} {escape(spec['info']['version'])}</h1>",
+        f"<p>{escape(spec['info'].get('description', ''))}</p>",
+        "<p>The machine-readable description: <a href='/openapi.json'>/openapi.json</a>. Errors are "
+        "<code>{\"error\", \"field\", \"status\"}</code>.</p>",
+    ]
+    schemas = spec.get("components", {}).get("schemas", {})
+    for path, methods in spec.get("paths", {}).items():
+        for method, info in methods.items():
+            out.append(f"<h2><code>{method.upper()} {escape(path)}</code></h2><p>{escape(info.get('summary', ''))}"
+                       f" {escape(info.get('description', ''))}</p>")
+            rows = [(p["name"], p.get("schema", {}), p.get("required", False), p.get("description", ""))
+                    for p in info.get("parameters", []) if p.get("in") == "query"]
+            body = info.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            ref = (body.get("$ref") or next((a.get("$ref") for a in body.get("anyOf", []) if "$ref" in a), None) or "")
+            model = schemas.get(ref.rsplit("/", 1)[-1], {}) if ref else {}
+            for name, schema in model.get("properties", {}).items():
+                rows.append((name, schema, name in model.get("required", []), schema.get("description", "")))
+            if rows:
+                out.append("<table><tr><th>parameter</th><th>type</th><th>default</th><th>description</th></tr>")
+                for name, schema, required, text in rows:
+                    kind = schema.get("type") or "/".join(a.get("type", "") for a in schema.get("anyOf", []) if a.get("type") != "null")
+                    bounds = ", ".join(f"{k} {schema[k]}" for k in ("minimum", "maximum", "enum") if k in schema)
+                    default = "required" if required else escape(json.dumps(schema.get("default")))
+                    out.append(f"<tr><td><code>{escape(name)}</code></td><td>{escape(kind)} {escape(bounds)}</td>"
+                               f"<td>{default}</td><td>{escape(text)}</td></tr>")
+                out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out)
 
 
 def _log_line(message: str) -> None:

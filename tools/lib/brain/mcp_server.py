@@ -9,14 +9,14 @@ bad call. stdout is the protocol: everything else goes to stderr.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import traceback
-from typing import Annotated, Any, Callable, Literal
-
-from pydantic import Field
+from typing import Any, Callable
 
 from .errors import BrainError, user_error, without_folder
+from .operations import OPERATIONS, Operation, one_line_error, pydantic_field
 from .served import ServedCorpus, single_thread_blas
 
 INSTRUCTIONS = (
@@ -42,92 +42,73 @@ def _tool_errors(corpus: ServedCorpus, run: Callable[[], Any]) -> Any:
         raise ToolError(f"internal error in brain ({type(exc).__name__}); see the server's log") from None
 
 
+def _tool_function(corpus: ServedCorpus, op: Operation) -> Callable[..., dict[str, Any]]:
+    """A function whose signature is `op`'s parameters (the SDK derives the tool's JSON schema from it)."""
+
+    def tool(**params: Any) -> dict[str, Any]:
+        return _tool_errors(corpus, lambda: corpus.run(op.name, params))
+
+    signature = []
+    for param in op.params:
+        annotation, default = pydantic_field(param)
+        signature.append(inspect.Parameter(
+            param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+            default=inspect.Parameter.empty if default is ... else default,
+        ))
+    tool.__signature__ = inspect.Signature(signature, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    tool.__name__ = op.mcp_tool
+    return tool
+
+
+def _reaches_outside(settings: Any) -> bool:
+    """True when `ask` sends notes to a model on another machine (a remote ask.base_url, or the default cloud one)."""
+    from urllib.parse import urlparse
+
+    from .served import is_loopback
+
+    if not settings["ask.model"]:
+        return False
+    host = urlparse(str(settings["ask.base_url"] or "https://api.openai.com/v1")).hostname or ""
+    return not is_loopback(host)
+
+
 def build_server(corpus: ServedCorpus) -> Any:
-    """The MCP server with brain's six tools, bound to one notes folder."""
+    """The MCP server with one tool per operation (see operations), bound to one notes folder."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
+    from pydantic import ValidationError
 
     from . import __version__
 
-    server = MCPServer(name="brain", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    class OneLineErrors(MCPServer):
+        """Argument errors as one line naming the field, not pydantic's multi-line text with a URL."""
 
-    @server.tool(annotations=read_only)
-    def memory_search(
-        query: Annotated[str, Field(description="What to look for, in any words (keyword + semantic search).")],
-        limit: Annotated[int | None, Field(ge=1, le=200, description="How many files to return (default 10).")] = None,
-        mode: Annotated[
-            Literal["hybrid", "bm25", "vector"] | None,
-            Field(description="hybrid (default): keywords + meaning; bm25: exact words, names, codes; vector: meaning only."),
-        ] = None,
-        excerpt_chars: Annotated[
-            int | None,
-            Field(ge=1, description="Return long files as excerpts of about this many characters, with content_len."),
-        ] = None,
-        where: Annotated[
-            list[str] | None,
-            Field(description="Frontmatter filters, each key=value or key!=value, e.g. ['status!=archived']."),
-        ] = None,
-        path: Annotated[str | None, Field(description="Only notes under this folder, e.g. 'diary/'.")] = None,
-    ) -> dict[str, Any]:
-        """Find the notes that talk about `query`: one result per file, best first, with path, score (and its
-        vector and keyword parts), line range and a preview. Read the files before relying on a preview."""
-        return _tool_errors(
-            corpus,
-            lambda: corpus.search(query, limit=limit, mode=mode, excerpt_chars=excerpt_chars, where=where, path=path),
-        )
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            op = by_tool.get(name)
+            unknown = sorted(set(arguments or {}) - {p.name for p in op.params}) if op is not None else []
+            if unknown:  # refused, as the CLI and HTTP refuse them, instead of silently ignored
+                taken = ", ".join(p.name for p in op.params) or "nothing"
+                raise ToolError(f"{unknown[0]}: unknown parameter; {name} takes {taken}")
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    errors = exc.__cause__.errors()
+                    raise ToolError(one_line_error(errors[0])[1] if errors else "invalid arguments") from None
+                raise
 
-    @server.tool(annotations=read_only)
-    def memory_grep(
-        pattern: Annotated[str, Field(description="A regular expression, searched line by line (case-insensitive by default).")],
-        file: Annotated[str | None, Field(description="Only this note (its path relative to the notes folder).")] = None,
-        context: Annotated[int, Field(ge=0, le=50, description="Lines of context before and after each match.")] = 0,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most matching lines to return.")] = 50,
-        case_sensitive: Annotated[bool, Field(description="Match letter case exactly.")] = False,
-    ) -> dict[str, Any]:
-        """Exact matches of a regular expression (RE2 syntax) in the text of the indexed notes: file, line number,
-        byte offset (for memory_get_file) and context lines. Use it for names, codes and dates; memory_search for topics."""
-        return _tool_errors(
-            corpus,
-            lambda: corpus.grep(pattern, file=file, context=context, limit=limit, case_sensitive=case_sensitive),
-        )
-
-    @server.tool(annotations=read_only)
-    def memory_get_file(
-        path: Annotated[str, Field(description="The note's path relative to the notes folder, as search results give it.")],
-        offset: Annotated[int, Field(ge=0, description="UTF-8 byte offset into the note's text to start at (grep gives offsets).")] = 0,
-        length: Annotated[int, Field(ge=1, le=200_000, description="Bytes to read (about as many characters for most text).")] = 4000,
-    ) -> dict[str, Any]:
-        """Read a note's text as it is on disk now: `length` bytes from `offset`, with the line range, the total
-        size and, for PDFs, the pages. Use it to check what search found. Only indexed notes inside the notes
-        folder can be read."""
-        return _tool_errors(corpus, lambda: corpus.get_file(path, offset=offset, length=length))
-
-    @server.tool(annotations=read_only)
-    def memory_ask(
-        question: Annotated[str, Field(description="A question about the notes.")],
-    ) -> dict[str, Any]:
-        """Answer a question from the notes: finds the files, sends their relevant excerpts to the configured
-        language model and returns its answer with the sources. Without a model configured it returns the
-        sources and a hint on how to configure one."""
-        return _tool_errors(corpus, lambda: corpus.ask(question))
-
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False))
-    def memory_scan(
-        full: Annotated[bool, Field(description="Rebuild the whole index from scratch instead of updating it.")] = False,
-    ) -> dict[str, Any]:
-        """Re-index the notes folder: adds new notes, updates changed ones, follows moves, drops deleted ones.
-        Returns the scan report: counts, failures with file and reason, moves."""
-        return _tool_errors(corpus, lambda: corpus.scan(full=full))
-
-    @server.tool(annotations=read_only)
-    def memory_status(
-        verify: Annotated[bool, Field(description="Also re-hash every file to find changes the timestamps hide (slower).")] = False,
-    ) -> dict[str, Any]:
-        """Is the index up to date with the notes: stale, missing and orphaned files, commits behind, last scan
-        and rebuild, model, installed hooks."""
-        return _tool_errors(corpus, lambda: corpus.status(verify=verify))
-
+    by_tool = {op.mcp_tool: op for op in OPERATIONS}
+    server = OneLineErrors(name="brain", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    remote_ask = _reaches_outside(corpus.brain.settings)
+    for op in OPERATIONS:
+        if op.read_only:
+            annotations = ToolAnnotations(readOnlyHint=True, openWorldHint=op.name == "ask" and remote_ask)
+        else:
+            annotations = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True,
+                                          openWorldHint=False)
+        server.add_tool(_tool_function(corpus, op), name=op.mcp_tool, description=f"{op.summary} {op.description}",
+                        annotations=annotations)
     return server
 
 

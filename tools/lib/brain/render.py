@@ -91,9 +91,10 @@ def _explain_lines(hit: Any) -> list[str]:
     return lines
 
 
-def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
+def search(response: SearchResponse, fmt: str) -> str:
+    explain = response.explained
     if fmt == "json":
-        return json.dumps(response.to_dict(explain), ensure_ascii=False)
+        return json.dumps(response.to_dict(), ensure_ascii=False)
     markdown = fmt == "markdown"
     if markdown:
         out = [f"## Search: {response.query}", f"{len(response.results)} results ({response.mode})", ""]

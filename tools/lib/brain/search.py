@@ -22,17 +22,14 @@ from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import spelling
 from .excerpt import fold
+from .operations import MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
-from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
+from .texts import FileGone, TextReader, TextUnavailable, add_excerpts
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
-# Longer queries are refused: a question is a sentence or a paragraph, and the work a
-# query costs (tokenising, FTS5 terms, the embedding, previews) grows with it; 1 MB
-# took 286 s and held the folder's lock meanwhile.
-MAX_QUERY_CHARS = 2000
 
 
 @dataclass
@@ -78,8 +75,10 @@ class SearchResponse:
     # Words searched besides the query's own, for query words the index lacks (typos): as written in the notes.
     also_searched: list[str] = field(default_factory=list)
     corrections: list[dict[str, Any]] = field(default_factory=list)  # per typed word: {"word", "searched": [...]}
+    explained: bool = False  # asked with `explain`: the JSON carries how each score was made
 
-    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+    def to_dict(self, explain: bool | None = None) -> dict[str, Any]:
+        explain = self.explained if explain is None else explain
         excerpts = self.excerpt_chars is not None
         data = {
             "query": self.query,
@@ -126,6 +125,7 @@ def parse_filter(text: str) -> Filter:
         raise BrainError(
             f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators",
             usage=True,
+            field="where",
         )
     return Filter(key, value, negate)
 

@@ -1,6 +1,6 @@
 """Notes folders as the long-running servers see them: one warm Brain each, one request at a time.
 
-The MCP and HTTP front doors both call these methods, and each returns exactly
+The MCP and HTTP front doors both call `ServedCorpus.run`, which returns exactly
 the `to_dict()` of the core object the CLI prints with `--json`, so the three
 front doors can never disagree. What lives here is only what a server needs
 and the CLI does not: a lock (requests arrive on several threads while a Brain
@@ -11,14 +11,14 @@ client sends stays inside the notes folder.
 from __future__ import annotations
 
 import contextlib
-import inspect
+import ipaddress
 import os
 import re
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from .errors import BrainError
 
@@ -42,14 +42,21 @@ class NoteNotFound(BrainError):
         self.field = field
 
 
-class NotAvailable(BrainError):
-    """A feature this version of brain does not have."""
-
-
 def _log(message: str) -> None:
     # stdout may be a protocol (MCP over stdio): logs go to stderr only.
     sys.stderr.write(f"brain: {message}\n")
     sys.stderr.flush()
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and `localhost`: addresses only this machine can reach."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def single_thread_blas() -> None:
@@ -66,14 +73,6 @@ def single_thread_blas() -> None:
     except ImportError:
         return
     threadpool_limits(1, user_api="blas")
-
-
-def _accepts(method: Callable[..., Any], name: str) -> bool:
-    try:
-        parameters = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def _as_dict(result: Any) -> Any:
@@ -165,6 +164,16 @@ def path_prefix(raw: str | None, field: str = "path") -> str | None:
     return unified
 
 
+def _note_or_folder(settings: Any, raw: str) -> str:
+    """grep's `path`: a folder inside the notes folder (its indexed notes), else a note, checked as note_path does."""
+    folder = path_prefix(raw)
+    if folder is not None:
+        candidate = Path(settings.root).resolve() / folder
+        if candidate.is_dir() and Path(os.path.realpath(candidate)).is_relative_to(Path(settings.root).resolve()):
+            return folder
+    return note_path(settings, raw)
+
+
 @dataclass
 class ServedCorpus:
     """One named notes folder with its own settings, ignore rules and database, kept warm."""
@@ -185,13 +194,6 @@ class ServedCorpus:
                 self._brain = Brain(self.root, self.config)
             return self._brain
 
-    def _call(self, feature: str, method_name: str, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            method = getattr(self.brain, method_name, None)
-            if method is None:
-                raise NotAvailable(f"{feature} is not available in this version of brain; upgrade brain to use it")
-            return method(*args, **kwargs)
-
     def warm(self) -> None:
         """Load the query encoder and the vectors now, so the first real search is as fast as the rest."""
         try:
@@ -201,70 +203,34 @@ class ServedCorpus:
 
     # ------------------------------------------------------------ requests
 
-    def search(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        mode: str | None = None,
-        excerpt_chars: int | None = None,
-        where: list[str] | None = None,
-        path: str | None = None,
-        vector_weight: float | None = None,
-        chunks: bool = False,
-        explain: bool = False,
-    ) -> dict[str, Any]:
-        """Brain.search → the same dict `brain search --json` prints."""
-        options: dict[str, Any] = {
-            "mode": mode,
-            "limit": limit,
-            "vector_weight": vector_weight,
-            "path_prefix": path_prefix(path),
-            "where": list(where or []),
-            "chunks": chunks,
-        }
-        with self._lock:
-            if excerpt_chars is not None:
-                if not _accepts(self.brain.search, "excerpt_chars"):
-                    raise NotAvailable("excerpt_chars is not available in this version of brain; leave it out")
-                options["excerpt_chars"] = excerpt_chars
-            response = self.brain.search(query, **options)
-            return response.to_dict(explain) if explain else response.to_dict()
+    def run(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Operation `name` (see operations) with `params` already validated by the door → its JSON dict.
 
-    def grep(
-        self,
-        pattern: str,
-        *,
-        file: str | None = None,
-        context: int = 0,
-        limit: int = 50,
-        case_sensitive: bool = False,
-    ) -> dict[str, Any]:
-        """Brain.grep: regular-expression matches over the indexed text (of one note when `file`)."""
-        rel = None if file is None or not file.strip() else note_path(self.brain.settings, file, field="file")
-        with _not_indexed_is_not_found("file"):
-            result = self._call("grep", "grep", pattern, file=rel, context=context, limit=limit, case_sensitive=case_sensitive)
-        return _as_dict(result)
+        Paths a client sends are checked first: a note's path must name a note inside the
+        folder, a folder filter must stay inside it.
+        """
+        from .operations import operation
 
-    def get_file(self, path: str, *, offset: int = 0, length: int = 4000) -> dict[str, Any]:
-        """Brain.get_file, after checking that `path` is a note inside the folder."""
-        rel = note_path(self.brain.settings, path)
-        with _not_indexed_is_not_found("path"):
-            return _as_dict(self._call("reading files", "get_file", rel, offset=offset, length=length))
+        op = operation(name)
+        params = dict(params)
+        settings = self.brain.settings
+        field_name = None
+        if name == "get":
+            params["path"] = note_path(settings, params["path"])
+            field_name = "path"
+        elif name == "grep" and params.get("path") is not None and params["path"].strip():
+            params["path"] = _note_or_folder(settings, params["path"])
+            field_name = "path"
+        elif name == "search":
+            params["path_prefix"] = path_prefix(params.get("path_prefix"), "path_prefix")
+        with self._lock, _not_indexed_is_not_found(field_name or "path"):
+            return _as_dict(getattr(self.brain, op.method)(**params))
 
-    def ask(self, question: str) -> dict[str, Any]:
-        """Brain.ask: an answer written from the notes found for `question`."""
-        return _as_dict(self._call("ask", "ask", question))
+    def search(self, query: str, **params: Any) -> dict[str, Any]:
+        """`run("search", …)` with the defaults filled in: what the warm-up and the tests call."""
+        from .operations import operation
 
-    def scan(self, *, full: bool = False) -> dict[str, Any]:
-        """Brain.index → the scan report `brain index --json` prints."""
-        with self._lock:
-            report = self.brain.index(full=full)
-            return report.to_dict()
-
-    def status(self, *, verify: bool = False) -> dict[str, Any]:
-        """Brain.status: is the index fresh, what does it hold."""
-        return _as_dict(self._call("status", "status", verify=verify))
+        return self.run("search", {**operation("search").defaults, **params, "query": query})
 
     def describe(self) -> dict[str, Any]:
         """Name, folder and database of this corpus (no index access)."""

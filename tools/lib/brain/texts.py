@@ -21,12 +21,12 @@ from . import sources
 from .config import Settings
 from .errors import BrainError
 from .excerpt import relevant_excerpt
+from .operations import MIN_EXCERPT_CHARS
 from .store import FileRow, Store
 
 if TYPE_CHECKING:
     from .search import SearchResponse
 
-MIN_EXCERPT_CHARS = 100
 
 
 class TextUnavailable(Exception):

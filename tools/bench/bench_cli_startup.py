@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Whole-process time of `brain --help` and of a bm25 `brain search`, for two versions of brain in one run.
+
+The front door's own cost is what a shell user and /memory-search pay on every
+call: interpreter start, imports, argument parsing. Both versions run against
+the same index, alternating, so load on a shared machine hits them alike;
+medians and the ratio are reported.
+
+    python tools/bench/bench_cli_startup.py --lib before=/tmp/old/tools/lib --lib after=tools/lib
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+EXAMPLE = PROJECT / "examples" / "brain"
+
+COMMANDS = {
+    "--help": ["--help"],
+    "search --help": ["search", "--help"],
+    "search bm25": ["search", "nginx SSL certificate", "--mode", "bm25", "-k", "5"],
+}
+
+
+def run_once(lib: str, root: Path, args: list[str]) -> float:
+    env = dict(os.environ, PYTHONPATH=lib)
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "brain", "--root", str(root), *args], env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if out.returncode != 0:
+        raise SystemExit(f"{lib}: brain {' '.join(args)} failed: {out.stderr.strip()}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lib", action="append", required=True, metavar="NAME=PATH",
+                        help="a version of brain: its tools/lib folder (repeat; the first is the baseline)")
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    libs = [tuple(item.split("=", 1)) for item in args.lib]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "notes"
+        shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".brain"))
+        index_lib = libs[-1][1]
+        subprocess.run([sys.executable, "-m", "brain", "--root", str(root), "index"], check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=index_lib))
+        times: dict[tuple[str, str], list[float]] = {}
+        for _ in range(args.runs):
+            for command, argv in COMMANDS.items():
+                for name, lib in libs:
+                    times.setdefault((command, name), []).append(run_once(lib, root, argv))
+    load = os.getloadavg()[0]
+    base = libs[0][0]
+    print(f"{args.runs} runs each, alternating; load average {load:.1f} on {os.cpu_count()} cores\n")
+    print("| command | " + " | ".join(f"{name} median (s)" for name, _ in libs) + " | ratio |")
+    print("|---|" + "---:|" * (len(libs) + 1))
+    for command in COMMANDS:
+        medians = {name: statistics.median(times[(command, name)]) for name, _ in libs}
+        ratio = medians[libs[-1][0]] / medians[base]
+        print(f"| `brain {command}` | " + " | ".join(f"{medians[name]:.3f}" for name, _ in libs) + f" | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+"""Every operation a front door offers, declared once: its parameters, types, defaults, limits and help.
+
+The CLI (click options), the MCP tools (their JSON schema) and the HTTP request
+models are all generated from these declarations, so the three doors cannot
+accept different names, defaults or bounds (tests/test_one_report.py checks
+the generated schemas against this table). The core reads its bounds from here
+too. This module imports nothing heavy: `brain --help` loads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .config import SEARCH_MODES
+
+# Bounds a request must stay within (see docs/reliability.md for why each is what it is).
+MAX_QUERY_CHARS = 2000  # a question is a sentence or a paragraph; 1 MB took 286 s under the folder's lock
+# RE2 is linear in the text, but its cost also grows with the pattern: a 100 KB alternation over a
+# 10 MB note ran out of RE2's DFA memory and fell back to a slower engine (330 s); 2,000 characters
+# of alternation grep 10 MB in well under a second.
+MAX_PATTERN_CHARS = 2000
+MAX_SEARCH_LIMIT = 200
+MIN_EXCERPT_CHARS = 100
+DEFAULT_GREP_LIMIT = 50
+MAX_GREP_LIMIT = 500
+MAX_GREP_CONTEXT = 50
+# The most one read returns: about 50,000 words, more than an agent's context should take in one call.
+MAX_READ_BYTES = 200_000
+MAX_ASK_FILES = 20
+MAX_ASK_BUDGET = 100_000
+
+ParamType = Literal["str", "int", "float", "bool", "list"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an operation, as every door accepts it."""
+
+    name: str  # the JSON / Python name; the CLI flag is --name-with-dashes unless `flags` says otherwise
+    kind: ParamType
+    help: str
+    default: Any = None  # None: "not given" (the setting named in the help decides)
+    required: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    flags: tuple[str, ...] = ()  # CLI spelling; empty for a positional argument (required params)
+    metavar: str | None = None
+
+    @property
+    def cli_flags(self) -> tuple[str, ...]:
+        return self.flags or ("--" + self.name.replace("_", "-"),)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One thing a person or a program can ask brain to do, the same through every door."""
+
+    name: str  # the CLI command
+    method: str  # the Brain method that does it
+    summary: str  # one line: the command list, the MCP tool's first line
+    description: str  # a paragraph: --help, the MCP tool description, the OpenAPI description
+    params: tuple[Param, ...]
+    examples: tuple[str, ...]
+    mcp_tool: str  # the MCP tool's name
+    http: tuple[str, str]  # (method, path) of the HTTP endpoint
+    read_only: bool = True
+    cli_flags: tuple[str, ...] = field(default=())  # output-only CLI flags (--json, --format): not parameters
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+
+_NOTE_PATH = "The note's path relative to the notes folder, as search results give it."
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        name="search",
+        method="search",
+        summary="Find the notes that talk about QUERY.",
+        description=(
+            "Ranks the notes by keywords (BM25) and by meaning (a multilingual embedding model) at once, "
+            "one result per file, best first, with path, score, line range and a preview read from the file "
+            "as it is now. Ask in Italian or English, in any words; names, codes and dates match exactly. "
+            "Read the files before relying on a preview: the index points, the files are the truth."
+        ),
+        params=(
+            Param("query", "str", "What to look for, in any words.", required=True, maximum=MAX_QUERY_CHARS, metavar="QUERY"),
+            Param("limit", "int", "How many files to return (default: the search.limit setting, 10).",
+                  minimum=1, maximum=MAX_SEARCH_LIMIT, flags=("-k", "--limit"), metavar="N"),
+            Param("mode", "str", "hybrid (default): keywords and meaning; bm25: exact words, names, codes; "
+                  "vector: meaning only.", choices=SEARCH_MODES),
+            Param("vector_weight", "float", "Share of meaning against keywords in hybrid mode, 0-1 "
+                  "(default: the search.vector_weight setting).", minimum=0.0, maximum=1.0, metavar="W"),
+            Param("path_prefix", "str", "Only notes under this folder, relative to the notes folder, e.g. 'diary/'.",
+                  metavar="FOLDER"),
+            Param("where", "list", "Frontmatter filters, each key=value or key!=value, e.g. status!=archived "
+                  "(repeat the flag for several).", default=(), metavar="KEY=VALUE"),
+            Param("chunks", "bool", "One result per chunk instead of one per file.", default=False),
+            Param("explain", "bool", "Show how each score was made: both halves, the fusion, the fields that matched.",
+                  default=False),
+            Param("excerpt_chars", "int", "Also give each result the relevant excerpt of its file, about this many "
+                  "characters, and the file's full length.", minimum=MIN_EXCERPT_CHARS, metavar="N"),
+        ),
+        examples=(
+            'brain search "progetti Laravel per la clinica"',
+            'brain search "nginx SSL certificate" --mode bm25 -k 5',
+            'brain search "decisioni sul database" --path-prefix decisions/ --where status!=archived --json',
+        ),
+        mcp_tool="memory_search",
+        http=("POST", "/search"),
+        cli_flags=("--json", "--format"),
+    ),
+    Operation(
+        name="grep",
+        method="grep",
+        summary="Lines matching a regular expression in the text of every indexed note.",
+        description=(
+            "Exact matches of a regular expression (RE2 syntax, case-insensitive unless asked) in the extracted "
+            "text of the indexed notes, PDFs included: file, line number, byte offset (for `get --offset`) and "
+            "context lines. Use it for names, codes and dates; use search for topics."
+        ),
+        params=(
+            Param("pattern", "str", "A regular expression (RE2 syntax), searched line by line.", required=True,
+                  maximum=MAX_PATTERN_CHARS, metavar="PATTERN"),
+            Param("path", "str", "Only this indexed note, or the indexed notes under this folder.", metavar="PATH"),
+            Param("context", "int", "Lines of context before and after each match.", default=0, minimum=0,
+                  maximum=MAX_GREP_CONTEXT, flags=("-C", "--context"), metavar="N"),
+            Param("limit", "int", "Most matching lines to return.", default=DEFAULT_GREP_LIMIT, minimum=1,
+                  maximum=MAX_GREP_LIMIT, flags=("-k", "--limit"), metavar="N"),
+            Param("case_sensitive", "bool", "Match letter case exactly.", default=False),
+        ),
+        examples=(
+            "brain grep 'FT-2026-\\d+'",
+            "brain grep 'invoice|fattura' --path clients/ -C 2",
+        ),
+        mcp_tool="memory_grep",
+        http=("POST", "/grep"),
+        cli_flags=("--json",),
+    ),
+    Operation(
+        name="get",
+        method="get_file",
+        summary="Read an indexed note's text, or a byte range of it.",
+        description=(
+            "The note's extracted text as it is on disk now (PDFs: their text, with page numbers), from byte "
+            "`offset` for `length` bytes, with the line range, the total size and whether more follows. "
+            "Offsets are UTF-8 bytes, as grep reports them. Only indexed notes inside the notes folder can be read."
+        ),
+        params=(
+            Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),
+            Param("offset", "int", "First byte to return (UTF-8 offset into the note's text; grep gives them).",
+                  default=0, minimum=0, metavar="N"),
+            Param("length", "int", f"Bytes to return (default: to the end of the text, at most {MAX_READ_BYTES:,}).",
+                  minimum=1, maximum=MAX_READ_BYTES, metavar="N"),
+        ),
+        examples=(
+            "brain get decisions/2026-03-database.md",
+            "brain get manuals/handbook.pdf --offset 52000 --length 4000",
+        ),
+        mcp_tool="memory_get_file",
+        http=("GET", "/file"),
+        cli_flags=("--json",),
+    ),
+    Operation(
+        name="ask",
+        method="ask",
+        summary="Answer a question from the notes with a language model.",
+        description=(
+            "Finds the notes for QUESTION, sends their relevant excerpts to the language model set in ask.model "
+            "(any OpenAI-compatible endpoint) and returns its answer with the sources. Without a model set it "
+            "returns the sources and how to set one; --show-prompt shows exactly what would be sent."
+        ),
+        params=(
+            Param("question", "str", "A question about the notes.", required=True, maximum=MAX_QUERY_CHARS,
+                  metavar="QUESTION"),
+            Param("limit", "int", "How many files to send to the model (default: the ask.max_files setting, 5).",
+                  minimum=1, maximum=MAX_ASK_FILES, flags=("-k", "--limit"), metavar="N"),
+            Param("budget", "int", "Characters of each file sent to the model (default: the ask.budget_chars "
+                  "setting, 8000).", minimum=MIN_EXCERPT_CHARS, maximum=MAX_ASK_BUDGET, metavar="CHARS"),
+            Param("model", "str", "Model name for this call (default: the ask.model setting).", metavar="NAME"),
+            Param("show_prompt", "bool", "Return exactly what would be sent; call no model.", default=False),
+        ),
+        examples=(
+            'brain ask "perché abbiamo scelto PostgreSQL?"',
+            'brain ask "what did we promise the clinic?" --show-prompt',
+        ),
+        mcp_tool="memory_ask",
+        http=("POST", "/ask"),
+        cli_flags=("--json",),
+    ),
+    Operation(
+        name="index",
+        method="index",
+        summary="Index the notes folder: add new notes, update changed ones, follow moves, drop deleted ones.",
+        description=(
+            "Brings the index up to date with the files: only what changed is read again, and embeddings of "
+            "unchanged text come from the cache. --full rebuilds everything into a new database and swaps it in "
+            "when done; the old index answers searches until then. Returns the scan report: counts, failures "
+            "with file and reason, moves."
+        ),
+        params=(
+            Param("full", "bool", "Rebuild the whole index from scratch instead of updating it.", default=False),
+        ),
+        examples=("brain index", "brain index --full --json"),
+        mcp_tool="memory_index",
+        http=("POST", "/index"),
+        read_only=False,
+        cli_flags=("--json", "--yes"),
+    ),
+    Operation(
+        name="status",
+        method="status",
+        summary="How fresh the index is: stale, missing and orphaned notes, commits, rebuilds.",
+        description=(
+            "Compares the index with the notes on disk and in git: notes changed since they were indexed, "
+            "new ones not indexed yet, indexed ones gone, commits not caught up, the last scan and rebuild, "
+            "the model, the installed hooks. Exit status 1 when anything is out of date."
+        ),
+        params=(
+            Param("verify", "bool", "Hash every note instead of trusting size and time (slower, exact).", default=False),
+        ),
+        examples=("brain status", "brain status --verify --json"),
+        mcp_tool="memory_status",
+        http=("GET", "/status"),
+        cli_flags=("--json",),
+    ),
+    Operation(
+        name="stats",
+        method="stats",
+        summary="What the index holds: notes, chunks, size, model, cache, biggest notes.",
+        description=(
+            "Counts of notes and chunks, the database's size on disk, the embedding model and keyword settings "
+            "the index was built with, the embedding cache's hit rate and the notes with the most chunks."
+        ),
+        params=(),
+        examples=("brain stats", "brain stats --json"),
+        mcp_tool="memory_stats",
+        http=("GET", "/stats"),
+        cli_flags=("--json",),
+    ),
+)
+
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+
+def operation(name: str) -> Operation:
+    """The declaration of operation `name`."""
+    return BY_NAME[name]
+
+
+def python_type(param: Param) -> Any:
+    """The Python type of a parameter's value (None allowed when it has no default)."""
+    base: Any = {"str": str, "int": int, "float": float, "bool": bool, "list": list[str]}[param.kind]
+    if param.choices:
+        base = Literal[param.choices]  # type: ignore[valid-type]
+    return base if param.required or param.default is not None else base | None
+
+
+def pydantic_field(param: Param, *, strict: bool = True) -> tuple[Any, Any]:
+    """(annotation, default Field) of `param` for a pydantic model: what MCP and HTTP validate with."""
+    from typing import Annotated
+
+    from pydantic import Field, StrictBool
+
+    kind = python_type(param)
+    if param.kind == "bool" and strict:
+        kind = StrictBool
+    constraints: dict[str, Any] = {"description": param.help}
+    if param.kind in ("int", "float"):
+        if param.minimum is not None:
+            constraints["ge"] = param.minimum
+        if param.maximum is not None:
+            constraints["le"] = param.maximum
+    elif param.kind == "str" and param.required:
+        constraints["min_length"] = 1  # longer than `maximum` is refused by the core, with the limit in words
+    if param.required:
+        return Annotated[kind, Field(**constraints)], ...
+    if param.kind == "list":
+        return Annotated[kind, Field(default_factory=list, **constraints)], ...
+    return Annotated[kind, Field(**constraints)], param.default
+
+
+def request_model(op: Operation) -> Any:
+    """A pydantic model of `op`'s parameters that refuses unknown ones (the HTTP request body or query)."""
+    from pydantic import BaseModel, ConfigDict, create_model
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    fields = {param.name: pydantic_field(param) for param in op.params}
+    return create_model(f"{op.name.capitalize()}Request", __base__=Strict, __doc__=op.summary, **fields)
+
+
+def one_line_error(error: dict[str, Any]) -> tuple[str, str]:
+    """(field, message) of one pydantic validation error, as MCP and HTTP report it: one line naming the input."""
+    loc = [str(part) for part in error.get("loc", ())]
+    if error.get("type") == "json_invalid":
+        return "body", "the request body is not valid JSON"
+    if len(loc) > 1 and loc[0] in ("body", "query", "path", "header"):
+        loc = loc[1:]  # HTTP says where the input came from first: keep its name
+    name = ".".join(loc) or "body"
+    message = str(error.get("msg", "invalid value"))
+    if error.get("type") == "extra_forbidden":
+        message = "unknown parameter"
+    elif error.get("type") == "missing":
+        message = "required"
+    return name, f"{name}: {message}"
+
+
+def markdown_reference() -> str:
+    """The parameter table of every operation, as docs/commands.md carries it (`python -m brain.operations`)."""
+    out: list[str] = []
+    for op in OPERATIONS:
+        method, path = op.http
+        out += [f"### {op.name}", "", f"{op.summary} CLI `brain {op.name}`, MCP `{op.mcp_tool}`, HTTP `{method} {path}`.", ""]
+        if not op.params:
+            out += ["No parameters.", ""]
+            continue
+        out += ["| parameter | CLI | type | default | limits | meaning |", "|---|---|---|---|---|---|"]
+        for p in op.params:
+            cli = p.metavar if p.required else " / ".join(f"`{flag}`" for flag in p.cli_flags)
+            default = "required" if p.required else ("—" if p.default in (None, ()) else f"`{p.default}`".lower())
+            limits = []
+            if p.choices:
+                limits.append(", ".join(p.choices))
+            if p.minimum is not None:
+                limits.append(f"≥ {p.minimum:g}")
+            if p.maximum is not None:
+                limits.append(f"≤ {p.maximum:,g}" + (" characters" if p.kind == "str" else ""))
+            kind = "list of text" if p.kind == "list" else {"str": "text", "int": "integer", "float": "number",
+                                                             "bool": "flag"}[p.kind]
+            out.append(f"| `{p.name}` | {cli} | {kind} | {default} | {'; '.join(limits) or '—'} | {p.help} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_reference(), end="")
