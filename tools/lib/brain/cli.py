@@ -147,7 +147,8 @@ def operation_arguments(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     help="A local memory for your notes: hybrid keyword + semantic search over Markdown, text and PDF, "
     "in Italian and English, kept fresh by git hooks. Run `brain index` in your notes folder, then "
-    "`brain search WORDS`.\n\n" + COMPLETION_HELP,
+    "`brain search WORDS`.\n\n" + COMPLETION_HELP
+    + "\n\n\b\nExamples:\n  brain index\n  brain search \"progetti Laravel per la clinica\"\n  brain search --help",
 )
 @click.version_option(package_name="brain-search", prog_name="brain", message="%(prog)s %(version)s")
 @_location_options
@@ -373,7 +374,13 @@ def sync_command(hook: str | None, detach: bool, as_json: bool) -> int:
 @cli.group("hooks")
 @_location_options
 def hooks_group() -> None:
-    """Install or remove the git hooks that keep the index fresh after every commit, merge and checkout."""
+    """Install or remove the git hooks that keep the index fresh after every commit, merge and checkout.
+
+    \b
+    Examples:
+      brain hooks install
+      brain hooks uninstall
+    """
 
 
 @hooks_group.command("install")
@@ -463,7 +470,13 @@ def schedule_command(at: str, once: bool) -> int:
 @cli.group("config")
 @_location_options
 def config_group() -> None:
-    """Show or change settings (defaults, then brain.toml, then BRAIN_* environment variables)."""
+    """Show or change settings (defaults, then brain.toml, then BRAIN_* environment variables).
+
+    \b
+    Examples:
+      brain config show
+      brain config set search.limit 5
+    """
 
 
 @config_group.command("show")
@@ -504,7 +517,12 @@ def config_set(key: str, value: str) -> int:
 @cli.group("claude")
 @_location_options
 def claude_group() -> None:
-    """Claude Code integration: the /memory-search slash command."""
+    """Claude Code integration: the /memory-search slash command, written into the notes folder.
+
+    \b
+    Example:
+      brain claude install
+    """
 
 
 @claude_group.command("install")
