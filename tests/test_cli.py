@@ -215,3 +215,15 @@ def test_every_command_has_a_description_an_example_and_help_on_every_option(pat
     for argument in (p for p in command.params if p.param_type_name == "argument"):
         # click arguments have no help of their own: the usage line names them, the description says what they are
         assert (argument.metavar or argument.name.upper()).rstrip(".") in usage, f"{path}: argument {argument.name}"
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    """The documented completion works: the bash script, then commands and an operation's options."""
+    script = run_cli(env={"_BRAIN_COMPLETE": "bash_source"})
+    assert script.returncode == 0 and "_brain_completion" in script.stdout
+    command = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain sea", "COMP_CWORD": "1"})
+    assert command.stdout.split() == ["plain,search"]
+    option = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --path-", "COMP_CWORD": "3"})
+    assert option.stdout.split() == ["plain,--path-prefix"]
+    choice = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --mode b", "COMP_CWORD": "4"})
+    assert choice.stdout.split() == ["plain,bm25"]
