@@ -6,7 +6,6 @@ methods and render the objects they return, so they can never disagree.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -233,8 +232,3 @@ class _open:
 
     def __exit__(self, *exc: object) -> None:
         self.store.close()
-
-
-def dumps(data: Any) -> str:
-    """JSON as every front door prints it."""
-    return json.dumps(data, ensure_ascii=False, indent=2)

@@ -799,7 +799,6 @@ def _extract_pdf(data: bytes) -> ExtractedText:
     import time
 
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
@@ -839,9 +838,7 @@ def _extract_pdf(data: bytes) -> ExtractedText:
         ) from None
     except ExtractionError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
-        raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
-    except Exception as exc:  # pypdf raises a wide range on damaged files
+    except Exception as exc:  # pypdf raises a wide range on damaged files (PdfReadError, ValueError, KeyError…)
         raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not any(p.strip() for p in pages):
         raise ExtractionError("PDF has no extractable text (scanned images?); run OCR on it first")
