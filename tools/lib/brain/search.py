@@ -25,7 +25,8 @@ from .excerpt import fold
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
-from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add_excerpts
+from .excerpt import relevant_excerpt
+from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
@@ -579,7 +580,7 @@ class Searcher:
                                   also_searched=[w for c in corrections for w in c.shown],
                                   corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections])
         if excerpt_chars is not None:
-            add_excerpts(reader, response, int(excerpt_chars))
+            _add_excerpts(reader, response, excerpt_chars)
         response.seconds = time.monotonic() - started
         return response
 
@@ -786,3 +787,23 @@ class Searcher:
         except TextUnavailable:
             return True, None
         return (False, None) if current is None else (True, current.text)
+
+
+def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
+    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it is now, and its length."""
+    response.excerpt_chars = chars
+    done: dict[str, tuple[str, int] | None] = {}
+    for hit in response.results:
+        if hit.path not in done:
+            row = reader.store.get_file(hit.path)
+            try:
+                document = reader.read(row) if row is not None else None
+            except TextUnavailable:
+                document = None
+            done[hit.path] = None if document is None else (
+                relevant_excerpt(document.text, response.query, chars).text,
+                len(document.text),
+            )
+        found = done[hit.path]
+        if found is not None:
+            hit.excerpt, hit.content_len = found
