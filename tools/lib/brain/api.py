@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
-from .config import DEFAULTS, Settings, find_root, load_settings, set_value
+from .config import SETTINGS, Settings, find_root, load_settings, set_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .freshness import StatusReport, index_status
@@ -206,9 +206,10 @@ class Brain:
         return NightlyRebuild(rebuild, at=at)
 
     def config_rows(self) -> list[dict[str, Any]]:
-        """Every setting with its effective value and where it came from."""
+        """Every setting with its effective value, where it came from, and what it does."""
         return [
-            {"key": key, "value": self.settings.values[key], "origin": self.settings.origins[key]} for key in DEFAULTS
+            {"key": spec.key, "value": self.settings[spec.key], "origin": self.settings.origins[spec.key], "help": spec.help}
+            for spec in SETTINGS
         ]
 
     def config_set(self, key: str, value: str) -> Any:

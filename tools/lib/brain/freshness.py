@@ -116,7 +116,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.orphaned.append(rel)
         else:  # kept by the index, but it cannot be told whether it changed
             report.unreadable.append({"path": rel, "reason": hidden})
-    max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+    max_bytes = settings.max_file_bytes
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:

@@ -87,13 +87,13 @@ KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
-        "fts_tokenizer": str(settings["search.fts_tokenizer"]),
-        "stemmer": str(settings["search.stemmer"]),
+        "fts_tokenizer": settings["search.fts_tokenizer"],
+        "stemmer": settings["search.stemmer"],
         "keyword_fields": KEYWORD_FIELDS,
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
-            int(settings["chunking.chunk_chars"]), int(settings["chunking.overlap_chars"]), embedder.max_tokens
+            settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
     }
 
@@ -160,9 +160,9 @@ class Indexer:
         self.settings = settings
         self.embedder = embedder or Embedder(settings)
         self.show_progress = show_progress
-        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
-        self.tokenizer = str(settings["search.fts_tokenizer"])
-        self.stemmer = str(settings["search.stemmer"])
+        self.max_bytes = settings.max_file_bytes
+        self.tokenizer = settings["search.fts_tokenizer"]
+        self.stemmer = settings["search.stemmer"]
         self._ignore_rules: sources.IgnoreRules | None = None
 
     # ------------------------------------------------------------ public
@@ -455,8 +455,8 @@ class Indexer:
             count_tokens=self.embedder.count_tokens,
             token_starts=self.embedder.token_starts,
             max_tokens=self.embedder.max_tokens,
-            chunk_chars=int(self.settings["chunking.chunk_chars"]),
-            overlap_chars=int(self.settings["chunking.overlap_chars"]),
+            chunk_chars=self.settings["chunking.chunk_chars"],
+            overlap_chars=self.settings["chunking.overlap_chars"],
             markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
             title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )

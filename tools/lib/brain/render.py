@@ -206,7 +206,8 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
     lines = [f"# settings file: {config_path if config_path and config_path.exists() else 'none (defaults)'}"]
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        lines.append(f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})")
+        line = f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})"
+        lines.append(f"{line}  # {row['help']}" if row.get("help") else line)
     return "\n".join(lines)
 
 

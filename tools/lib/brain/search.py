@@ -491,19 +491,20 @@ class Searcher:
         many characters) of its file as it is now, and `content_len`.
         """
         started = time.monotonic()
-        mode = mode or str(self.settings["search.mode"])
-        if mode not in SEARCH_MODES:
+        # The settings were checked when loaded; only what the caller passes is checked here.
+        if mode and mode not in SEARCH_MODES:
             raise BrainError(f"unknown mode {mode!r}; use one of hybrid, bm25, vector", usage=True)
-        limit = int(self.settings["search.limit"] if limit is None else limit)
-        if limit < 1:
+        mode = mode or self.settings["search.mode"]
+        if limit is not None and limit < 1:
             raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
-        weight = float(self.settings["search.vector_weight"] if vector_weight is None else vector_weight)
+        limit = self.settings["search.limit"] if limit is None else limit
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
+        weight = self.settings["search.vector_weight"] if vector_weight is None else vector_weight
         asked_weight = weight
-        if not 0.0 <= weight <= 1.0:
-            raise BrainError(f"vector weight must be between 0 and 1, got {weight}", usage=True)
-        method = str(self.settings["search.fusion"] if fusion is None else fusion)
-        if method not in FUSION_METHODS:
-            raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        if fusion is not None and fusion not in FUSION_METHODS:
+            raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        method = self.settings["search.fusion"] if fusion is None else fusion
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
         check_query_length(query)
@@ -521,9 +522,9 @@ class Searcher:
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
-        pool = max(int(self.settings["search.candidates"]), limit)
+        pool = max(self.settings["search.candidates"], limit)
         candidates = self._candidates(query, match, mode, pool, allowed, also)
-        weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
+        weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))

@@ -137,7 +137,7 @@ class IgnoreRules:
         self.git_top = find_git_dir(settings.root)
         self._levels: dict[Path, list[_IgnoreLevel]] = {}
         self.base_levels: list[_IgnoreLevel] = []
-        config_patterns = list(settings["ignore"])
+        config_patterns = settings["ignore"]
         if config_patterns:
             origin = settings.origins.get("ignore", "config")
             self.base_levels.append(_IgnoreLevel(settings.root, _compile(config_patterns, f"{origin} ignore")))

@@ -62,7 +62,7 @@ class TextReader:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
-        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+        self.max_bytes = settings.max_file_bytes
         self._rules: sources.IgnoreRules | None = None  # built when a symlink first needs checking
 
     def _get_rules(self) -> sources.IgnoreRules:
