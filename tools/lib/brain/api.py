@@ -18,7 +18,7 @@ from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
-from .store import Store, writer_lock
+from .store import Store
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Brain:
         if full:
             return self.rebuild()
         indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
-        with writer_lock(self.settings.database_path):
+        with indexer.writing():
             # HEAD read under the lock: a commit landing during the scan is caught up by its hook.
             head = gitsync.current_head(self.settings)
             report = indexer.scan()
@@ -59,9 +59,10 @@ class Brain:
         db = self.settings.database_path
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         try:
-            with writer_lock(db):
+            indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
+            with indexer.writing():
                 head = gitsync.current_head(self.settings)
-                report = Indexer(self.settings, self.embedder, show_progress=self.show_progress).rebuild()
+                report = indexer.rebuild()
                 with _open(self.settings) as store:
                     if head is not None:
                         store.record_indexed_commit(head)

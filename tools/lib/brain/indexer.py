@@ -13,7 +13,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,12 +167,26 @@ class Indexer:
 
     # ------------------------------------------------------------ public
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the one writer lock of this database for a whole unit of work (re-entrant in this thread).
+
+        The indexer is the one layer that takes the lock (store.writer_lock is only
+        its mechanism): it is the room that writes the index, and every writer
+        (CLI, hook, watcher, scheduler) writes through it. `scan`, `rebuild` and
+        `reindex_paths` take it themselves; a caller that must read something in
+        the same unit as the write (git's HEAD before a scan, the last indexed
+        commit before a sync) wraps both in this instead of taking the lock itself.
+        """
+        with writer_lock(self.settings.database_path):
+            yield
+
     def scan(self) -> ScanReport:
         """Index every file under the roots; remove what is gone or now ignored; detect moves."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        with self.writing():
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
@@ -190,7 +204,7 @@ class Indexer:
         """Build a complete new database beside the old one and swap it in atomically."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)
-        with writer_lock(self.settings.database_path):
+        with self.writing():
             return self._rebuild_locked(discovery, started)
 
     def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
@@ -225,7 +239,7 @@ class Indexer:
             else:
                 picked.append(found)
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        with self.writing():
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
