@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
-from .config import SETTINGS, Settings, find_root, load_settings, set_value
+from .config import SETTINGS, Settings, load_settings, locate_root, set_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .freshness import StatusReport, index_status
@@ -31,7 +31,9 @@ class Brain:
     """A notes root with its settings, model and index; heavy parts load on first use."""
 
     def __init__(self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False) -> None:
-        self.root = find_root(str(root) if root is not None else None)
+        found = locate_root(str(root) if root is not None else None)
+        self.root = found.path
+        self.root_reason = found.reason  # why this folder: `brain status` tells it
         self.config = config
         self.settings: Settings = load_settings(self.root, config)
         self.embedder = Embedder(self.settings)
@@ -175,7 +177,9 @@ class Brain:
 
     def status(self, *, verify: bool = False) -> StatusReport:
         """How fresh the index is: stale, missing and orphaned files (hashing every file when `verify`), commits, rebuilds."""
-        return index_status(self.settings, self.embedder, verify=verify)
+        report = index_status(self.settings, self.embedder, verify=verify)
+        report.root_reason = self.root_reason
+        return report
 
     # ------------------------------------------------------------ keeping fresh
 

@@ -156,8 +156,22 @@ class Settings:
         return tuple(e.lower() if e.startswith(".") else "." + e.lower() for e in self.values["extensions"])
 
 
-def find_root(explicit: str | None = None) -> Path:
-    """The notes root: --root, else BRAIN_ROOT, else the git top-level of the cwd, else the cwd."""
+@dataclass(frozen=True)
+class FoundRoot:
+    """The notes root and why it was chosen (shown by `brain status`)."""
+
+    path: Path
+    reason: str  # "--root", "BRAIN_ROOT", "nearest folder with brain.toml", "nearest folder with .brain/", "git top-level", "current folder"
+
+
+def locate_root(explicit: str | None = None) -> FoundRoot:
+    """The notes root and why: --root, else BRAIN_ROOT, else the nearest folder with brain.toml or .brain/, else the git top-level, else the cwd.
+
+    A folder with its own brain.toml (or index) is a notes root even inside a
+    bigger repository (an examples folder, notes kept beside code). The search
+    upwards stops at the git top-level: above it lies another project, and a
+    stray `.brain/` in the home folder must not capture every repository under it.
+    """
     raw = explicit or os.environ.get("BRAIN_ROOT")
     if raw:
         path = Path(os.path.expanduser(raw))
@@ -165,17 +179,36 @@ def find_root(explicit: str | None = None) -> Path:
             raise BrainError(f"notes root {raw!r} does not exist; pass an existing folder with --root")
         if not path.is_dir():
             raise BrainError(f"notes root {raw!r} is a file, not a folder; pass its folder with --root")
-        return path.resolve()
-    cwd = Path.cwd()
+        return FoundRoot(path.resolve(), "--root" if explicit else "BRAIN_ROOT")
+    cwd = Path.cwd().resolve()
+    top = _git_top(cwd)
+    for folder in (cwd, *cwd.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return FoundRoot(folder, f"nearest folder with {CONFIG_NAME}")
+        if (folder / ".brain").is_dir():
+            return FoundRoot(folder, "nearest folder with .brain/")
+        if folder == top:
+            break
+    if top is not None:
+        return FoundRoot(top, "git top-level")
+    return FoundRoot(cwd, "current folder")
+
+
+def find_root(explicit: str | None = None) -> Path:
+    """The notes root (see `locate_root` for the order and the reason)."""
+    return locate_root(explicit).path
+
+
+def _git_top(cwd: Path) -> Path | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
         )
-        if out.returncode == 0 and out.stdout.strip():
-            return Path(out.stdout.strip()).resolve()
     except (OSError, subprocess.SubprocessError):
-        pass
-    return cwd.resolve()
+        return None
+    if out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip()).resolve()
+    return None
 
 
 def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:

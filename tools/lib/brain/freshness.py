@@ -55,6 +55,7 @@ class StatusReport:
     schema_version: int | None = None
     schema_supported: int = SCHEMA_VERSION
     hooks: list[dict[str, Any]] = field(default_factory=list)
+    root_reason: str = ""  # why this folder is the root (config.locate_root)
     seconds: float = 0.0
 
     @property

@@ -271,7 +271,7 @@ def status_text(report: Any) -> str:
         verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
         verdict,
-        f"root        {report.root}",
+        f"root        {report.root}" + (f" ({report.root_reason})" if getattr(report, "root_reason", "") else ""),
         f"database    {report.database}",
         f"files       {report.files_on_disk} on disk, {report.files_indexed} indexed",
         f"stale       {len(report.stale)}  (changed on disk since indexed)",
