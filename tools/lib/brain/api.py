@@ -92,9 +92,8 @@ class Brain:
         return gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
 
     def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
-        """Re-index just these files (gone ones leave the index)."""
-        report = Indexer(self.settings, self.embedder).reindex_paths(paths)
-        return report
+        """Re-index just these files (gone ones leave the index; a path never indexed and not on disk is an error)."""
+        return Indexer(self.settings, self.embedder).reindex_paths(paths, refuse_unknown=True)
 
     # ------------------------------------------------------------ searching
 

@@ -153,6 +153,11 @@ def _progress(total: int, label: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
 
 
+def _never_indexed(raw: str) -> BrainError:
+    return BrainError(f"{raw}: no such file, and it was never indexed; check the path "
+                      "(relative paths start at the current folder)", usage=True)
+
+
 class Indexer:
     """Keeps one database equal to the notes on disk."""
 
@@ -207,11 +212,15 @@ class Indexer:
         with self.writing():
             return self._rebuild_locked(discovery, started)
 
-    def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
+    def reindex_paths(self, paths: Sequence[str | Path], *, refuse_unknown: bool = False) -> ScanReport:
         """Re-index the named files only; a path gone from disk leaves the index.
 
         Naming both ends of a rename (the old path gone, the new one present with
         the same content) moves the file's row: nothing is re-embedded.
+        `refuse_unknown`: a path neither on disk nor in the index is an error
+        (a person's typo must not be a silent nothing) and nothing is written;
+        hooks and the watcher leave it off, as a file made and deleted between
+        two looks is normal there.
         """
         started = time.monotonic()
         if not paths:
@@ -221,6 +230,7 @@ class Indexer:
         gone: list[str] = []
         seen: set[str] = set()
         refused: set[str] = set()
+        given: dict[str, str] = {}  # a gone path → as it was typed, for the error
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
@@ -236,18 +246,24 @@ class Indexer:
             seen.add(found.rel)
             if found.size < 0:
                 gone.append(found.rel)
+                given[found.rel] = str(raw)
             else:
                 picked.append(found)
         db_path = self.settings.database_path
+        if refuse_unknown and gone and not db_path.exists():
+            raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
         with self.writing():
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
+                existing = store.all_files()
+                unknown = [p for p in gone if p not in existing] if refuse_unknown else []
+                if unknown:
+                    raise _never_indexed(given[unknown[0]])
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
                 if mismatch is not None:
                     raise BrainError(f"{mismatch}; run `brain index` to rebuild the index first")
                 store.set_meta(wanted)
-                existing = store.all_files()
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
                 self._index_files(store, picked, existing, report, gone_rows)

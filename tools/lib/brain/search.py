@@ -20,7 +20,7 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
-from . import spelling
+from . import sources, spelling
 from .excerpt import fold
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
@@ -510,6 +510,7 @@ class Searcher:
         check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+        path_prefix = sources.path_filter(path_prefix)
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
@@ -763,7 +764,7 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = (path_prefix or "").replace("\\", "/").strip()
+        prefix = path_prefix or ""  # already checked and unified by sources.path_filter
         while prefix.startswith("./"):
             prefix = prefix[2:]
         allowed: set[int] = set()
