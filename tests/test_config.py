@@ -109,6 +109,7 @@ def test_config_flag_and_env_pick_another_file(tmp_path: Path) -> None:
         ("BRAIN_SEARCH_LIMIT", "5.5", "search.limit must be an integer, got '5.5'"),
         ("BRAIN_SEARCH_FUSION", "best", "search.fusion must be one of linear, minmax, zscore, rrf, got 'best'"),
         ("BRAIN_MAX_FILE_MB", "0", "max_file_mb must be positive, got 0.0"),
+        ("BRAIN_SEARCH_VECTOR_WEIGHT", "nan", "search.vector_weight must be a number, got 'nan'"),
         ("BRAIN_ROOTS", "", "roots must be a list naming at least one folder"),
     ],
 )

@@ -1,6 +1,8 @@
 """Settings: defaults, then brain.toml, then BRAIN_* environment variables.
 
-`load_settings` tells for every key where its value came from; `set_value`
+Every setting is declared once in SETTINGS (type, default, rule, help);
+`load_settings` types and checks each value through it, once, and tells for
+every key where its value came from; `set_value`
 rewrites brain.toml with tomlkit so comments and every other key stay exactly
 as the person wrote them.
 """
@@ -8,6 +10,7 @@ as the person wrote them.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import subprocess
@@ -135,14 +138,14 @@ class Settings:
 
     @property
     def database_path(self) -> Path:
-        path = Path(os.path.expanduser(str(self.values["database"])))
+        path = Path(os.path.expanduser(self.values["database"]))
         return path if path.is_absolute() else self.root / path
 
     @property
     def root_dirs(self) -> list[Path]:
         dirs = []
         for entry in self.values["roots"]:
-            path = Path(os.path.expanduser(str(entry)))
+            path = Path(os.path.expanduser(entry))
             dirs.append((path if path.is_absolute() else self.root / path).resolve())
         return dirs
 
@@ -254,7 +257,10 @@ def _typed(key: str, value: Any, origin: str) -> Any:
                 raise ValueError
             return int(value)
         if spec.kind is float:
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):  # nan passes every bound check
+                raise ValueError
+            return number
         if spec.kind is list:
             if isinstance(value, str):  # BRAIN_EXTENSIONS=.md,.txt
                 value = [v.strip() for v in value.split(",") if v.strip()]
