@@ -164,7 +164,9 @@ class FoundRoot:
     """The notes root and why it was chosen (shown by `brain status`)."""
 
     path: Path
-    reason: str  # "--root", "BRAIN_ROOT", "nearest folder with brain.toml", "nearest folder with .brain/", "git top-level", "current folder"
+    # "--root" (given explicitly: the flag, or a caller's root argument), "BRAIN_ROOT",
+    # "nearest folder with brain.toml", "nearest folder with .brain/", "git top-level", "current folder"
+    reason: str
 
 
 def locate_root(explicit: str | None = None) -> FoundRoot:
