@@ -12,7 +12,7 @@ from brain import Brain
 from brain.config import load_settings
 from brain.errors import BrainError
 from brain.search import fts_match
-from conftest import write
+from conftest import run_cli, write
 
 SAFE_QUERIES = [
     "C++", "#1234", '"quoted', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
@@ -125,6 +125,17 @@ def test_filters_on_frontmatter_and_path(brain: Brain) -> None:
     assert diary and all(h.path.startswith("diary/") for h in diary)
     with pytest.raises(BrainError):
         brain.search("x", where=["status"])
+
+
+@pytest.mark.parametrize("outside", ["../x", "/etc", "diary/../../x", "C:/notes"])
+def test_a_path_filter_outside_the_notes_is_refused_by_the_core(brain: Brain, outside: str) -> None:
+    from brain.errors import PathRefused
+
+    with pytest.raises(PathRefused, match="must be relative to the notes folder, without '..'"):
+        brain.search("nginx", path_prefix=outside)
+    done = run_cli("--root", str(brain.root), "search", "nginx", "--path-prefix", outside)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"brain: path filter {outside!r} must be relative to the notes folder, without '..'\n"
 
 
 def test_unknown_mode_and_bad_limit(brain: Brain) -> None:

@@ -90,10 +90,10 @@ def resolve_model(name: str) -> ModelSource:
 
 def backend_name(settings: Settings) -> str:
     """`bundled` or `sentence-transformers`: what `embedding.backend = auto` means for the configured model."""
-    wanted = str(settings["embedding.backend"])
+    wanted = settings["embedding.backend"]
     if wanted != "auto":
         return wanted
-    return "bundled" if str(settings["embedding.model"]) == BUNDLED_MODEL else "sentence-transformers"
+    return "bundled" if settings["embedding.model"] == BUNDLED_MODEL else "sentence-transformers"
 
 
 _ERFC = [np.float32(c) for c in (
@@ -310,7 +310,7 @@ class BundledBackend:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        configured = int(settings["chunking.max_tokens"])
+        configured = settings["chunking.max_tokens"]
         self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
         self._model_file: Path | None = None
 
@@ -379,7 +379,7 @@ class SentenceTransformersBackend:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.source = resolve_model(str(settings["embedding.model"]))
+        self.source = resolve_model(settings["embedding.model"])
         self._model: Any = None
         self._tokenizer: Any = None
         self._light: NumpyBert | None = None
@@ -392,7 +392,7 @@ class SentenceTransformersBackend:
     def device(self) -> str:
         """`embedding.device`, with `auto` resolved: CUDA or MPS when torch sees one, else the CPU."""
         if self._device is None:
-            wanted = str(self.settings["embedding.device"])
+            wanted = self.settings["embedding.device"]
             if wanted == "auto":
                 wanted = "cpu"
                 try:
@@ -409,7 +409,7 @@ class SentenceTransformersBackend:
 
     @property
     def model_key(self) -> tuple[str, str]:
-        return (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
+        return (str(self.source.folder or self.source.location), self.settings["embedding.device"])
 
     @property
     def identity(self) -> str:
@@ -439,7 +439,7 @@ class SentenceTransformersBackend:
                     limit = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
                 except (OSError, ValueError, KeyError):
                     limit = int(json.loads((folder / "config.json").read_text()).get("max_position_embeddings", 512))
-            configured = int(self.settings["chunking.max_tokens"])
+            configured = self.settings["chunking.max_tokens"]
             self._max_tokens = min(limit, configured) if configured else limit
         return self._max_tokens
 
@@ -533,7 +533,7 @@ class SentenceTransformersBackend:
         vectors stay within cosine 0.9999 of float32 (checked by a test and the benchmark).
         """
         if self._precision is None:
-            wanted = str(self.settings["embedding.precision"])
+            wanted = self.settings["embedding.precision"]
             if wanted == "auto":
                 wanted = "bfloat16" if _native_bfloat16() else "float32"
             self._precision = wanted
@@ -555,7 +555,7 @@ class SentenceTransformersBackend:
                 return light
         model = self._load_model()
         options = dict(
-            batch_size=int(self.settings["embedding.batch_size"]),
+            batch_size=self.settings["embedding.batch_size"],
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,

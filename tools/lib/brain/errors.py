@@ -15,6 +15,16 @@ class BrainError(Exception):
         self.field = field  # the input it is about (`offset`, `excerpt_chars`…), named in HTTP's error body
 
 
+class PathRefused(BrainError):
+    """A path a caller gave that would leave the notes folder (or names something not a note).
+
+    Raised by the core for every door (the CLI exits 2, HTTP answers 403).
+    """
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message, usage=True, field=field)
+
+
 def user_error(exc: BaseException) -> BrainError | None:
     """The one-line BrainError for a failure of the machine a user can fix, or None for a bug.
 

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,13 +87,13 @@ KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
-        "fts_tokenizer": str(settings["search.fts_tokenizer"]),
-        "stemmer": str(settings["search.stemmer"]),
+        "fts_tokenizer": settings["search.fts_tokenizer"],
+        "stemmer": settings["search.stemmer"],
         "keyword_fields": KEYWORD_FIELDS,
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
-            int(settings["chunking.chunk_chars"]), int(settings["chunking.overlap_chars"]), embedder.max_tokens
+            settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
     }
 
@@ -153,6 +153,11 @@ def _progress(total: int, label: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
 
 
+def _never_indexed(raw: str) -> BrainError:
+    return BrainError(f"{raw}: no such file, and it was never indexed; check the path "
+                      "(relative paths start at the current folder)", usage=True)
+
+
 class Indexer:
     """Keeps one database equal to the notes on disk."""
 
@@ -160,19 +165,33 @@ class Indexer:
         self.settings = settings
         self.embedder = embedder or Embedder(settings)
         self.show_progress = show_progress
-        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
-        self.tokenizer = str(settings["search.fts_tokenizer"])
-        self.stemmer = str(settings["search.stemmer"])
+        self.max_bytes = settings.max_file_bytes
+        self.tokenizer = settings["search.fts_tokenizer"]
+        self.stemmer = settings["search.stemmer"]
         self._ignore_rules: sources.IgnoreRules | None = None
 
     # ------------------------------------------------------------ public
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the one writer lock of this database for a whole unit of work (re-entrant in this thread).
+
+        The indexer is the one layer that takes the lock (store.writer_lock is only
+        its mechanism): it is the room that writes the index, and every writer
+        (CLI, hook, watcher, scheduler) writes through it. `scan`, `rebuild` and
+        `reindex_paths` take it themselves; a caller that must read something in
+        the same unit as the write (git's HEAD before a scan, the last indexed
+        commit before a sync) wraps both in this instead of taking the lock itself.
+        """
+        with writer_lock(self.settings.database_path):
+            yield
 
     def scan(self) -> ScanReport:
         """Index every file under the roots; remove what is gone or now ignored; detect moves."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        with self.writing():
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
@@ -190,14 +209,18 @@ class Indexer:
         """Build a complete new database beside the old one and swap it in atomically."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)
-        with writer_lock(self.settings.database_path):
+        with self.writing():
             return self._rebuild_locked(discovery, started)
 
-    def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
+    def reindex_paths(self, paths: Sequence[str | Path], *, refuse_unknown: bool = False) -> ScanReport:
         """Re-index the named files only; a path gone from disk leaves the index.
 
         Naming both ends of a rename (the old path gone, the new one present with
         the same content) moves the file's row: nothing is re-embedded.
+        `refuse_unknown`: a path neither on disk nor in the index is an error
+        (a person's typo must not be a silent nothing) and nothing is written;
+        hooks and the watcher leave it off, as a file made and deleted between
+        two looks is normal there.
         """
         started = time.monotonic()
         if not paths:
@@ -207,6 +230,7 @@ class Indexer:
         gone: list[str] = []
         seen: set[str] = set()
         refused: set[str] = set()
+        given: dict[str, str] = {}  # a gone path → as it was typed, for the error
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
@@ -222,18 +246,24 @@ class Indexer:
             seen.add(found.rel)
             if found.size < 0:
                 gone.append(found.rel)
+                given[found.rel] = str(raw)
             else:
                 picked.append(found)
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        if refuse_unknown and gone and not db_path.exists():
+            raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
+        with self.writing():
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
+                existing = store.all_files()
+                unknown = [p for p in gone if p not in existing] if refuse_unknown else []
+                if unknown:
+                    raise _never_indexed(given[unknown[0]])
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
                 if mismatch is not None:
                     raise BrainError(f"{mismatch}; run `brain index` to rebuild the index first")
                 store.set_meta(wanted)
-                existing = store.all_files()
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
                 self._index_files(store, picked, existing, report, gone_rows)
@@ -455,8 +485,8 @@ class Indexer:
             count_tokens=self.embedder.count_tokens,
             token_starts=self.embedder.token_starts,
             max_tokens=self.embedder.max_tokens,
-            chunk_chars=int(self.settings["chunking.chunk_chars"]),
-            overlap_chars=int(self.settings["chunking.overlap_chars"]),
+            chunk_chars=self.settings["chunking.chunk_chars"],
+            overlap_chars=self.settings["chunking.overlap_chars"],
             markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
             title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )

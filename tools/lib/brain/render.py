@@ -207,7 +207,8 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
     lines = [f"# settings file: {config_path if config_path and config_path.exists() else 'none (defaults)'}"]
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        lines.append(f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})")
+        line = f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})"
+        lines.append(f"{line}  # {row['help']}" if row.get("help") else line)
     return "\n".join(lines)
 
 
@@ -271,7 +272,7 @@ def status_text(report: Any) -> str:
         verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
         verdict,
-        f"root        {report.root}",
+        f"root        {report.root}" + (f" ({report.root_reason})" if getattr(report, "root_reason", "") else ""),
         f"database    {report.database}",
         f"files       {report.files_on_disk} on disk, {report.files_indexed} indexed",
         f"stale       {len(report.stale)}  (changed on disk since indexed)",

@@ -20,13 +20,13 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
-from . import spelling
-from .excerpt import fold
+from . import sources, spelling
+from .excerpt import fold, relevant_excerpt
 from .operations import MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
-from .texts import FileGone, TextReader, TextUnavailable, add_excerpts
+from .texts import FileGone, TextReader, TextUnavailable
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
@@ -490,24 +490,26 @@ class Searcher:
         many characters) of its file as it is now, and `content_len`.
         """
         started = time.monotonic()
-        mode = mode or str(self.settings["search.mode"])
-        if mode not in SEARCH_MODES:
+        # The settings were checked when loaded; only what the caller passes is checked here.
+        if mode and mode not in SEARCH_MODES:
             raise BrainError(f"unknown mode {mode!r}; use one of hybrid, bm25, vector", usage=True)
-        limit = int(self.settings["search.limit"] if limit is None else limit)
-        if limit < 1:
+        mode = mode or self.settings["search.mode"]
+        if limit is not None and limit < 1:
             raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
-        weight = float(self.settings["search.vector_weight"] if vector_weight is None else vector_weight)
+        limit = self.settings["search.limit"] if limit is None else limit
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
+        weight = self.settings["search.vector_weight"] if vector_weight is None else vector_weight
         asked_weight = weight
-        if not 0.0 <= weight <= 1.0:
-            raise BrainError(f"vector weight must be between 0 and 1, got {weight}", usage=True)
-        method = str(self.settings["search.fusion"] if fusion is None else fusion)
-        if method not in FUSION_METHODS:
-            raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        if fusion is not None and fusion not in FUSION_METHODS:
+            raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        method = self.settings["search.fusion"] if fusion is None else fusion
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
         check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+        path_prefix = sources.path_filter(path_prefix, "path_prefix")
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
@@ -520,9 +522,9 @@ class Searcher:
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
-        pool = max(int(self.settings["search.candidates"]), limit)
+        pool = max(self.settings["search.candidates"], limit)
         candidates = self._candidates(query, match, mode, pool, allowed, also)
-        weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
+        weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
@@ -579,7 +581,7 @@ class Searcher:
                                   also_searched=[w for c in corrections for w in c.shown],
                                   corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections])
         if excerpt_chars is not None:
-            add_excerpts(reader, response, int(excerpt_chars))
+            _add_excerpts(reader, response, excerpt_chars)
         response.seconds = time.monotonic() - started
         return response
 
@@ -761,7 +763,7 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = (path_prefix or "").replace("\\", "/").strip()
+        prefix = path_prefix or ""  # already checked and unified by sources.path_filter
         while prefix.startswith("./"):
             prefix = prefix[2:]
         allowed: set[int] = set()
@@ -786,3 +788,23 @@ class Searcher:
         except TextUnavailable:
             return True, None
         return (False, None) if current is None else (True, current.text)
+
+
+def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
+    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it is now, and its length."""
+    response.excerpt_chars = chars
+    done: dict[str, tuple[str, int] | None] = {}
+    for hit in response.results:
+        if hit.path not in done:
+            row = reader.store.get_file(hit.path)
+            try:
+                document = reader.read(row) if row is not None else None
+            except TextUnavailable:
+                document = None
+            done[hit.path] = None if document is None else (
+                relevant_excerpt(document.text, response.query, chars).text,
+                len(document.text),
+            )
+        found = done[hit.path]
+        if found is not None:
+            hit.excerpt, hit.content_len = found
