@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("search", help="find the notes that talk about QUERY")
     _common(p)
-    p.add_argument("query", nargs="+", metavar="QUERY")
+    p.add_argument("query", nargs="+", metavar="QUERY", help="words to search for (`-`: read the query from stdin)")
     p.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default=None)
     p.add_argument("-k", "--limit", type=int, default=None, help="number of results (default 10)")
     p.add_argument("--vector-weight", type=float, default=None, help="weight of the semantic half in hybrid mode (0-1)")
@@ -224,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         fmt = "json" if args.json else (args.format or "text")
         brain = _brain(args)
         response = brain.search(
-            " ".join(args.query),
+            _query_text(args.query),
             mode=args.mode,
             limit=args.limit,
             vector_weight=args.vector_weight,
@@ -340,6 +340,20 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ("claude", "mcp", "serve"):
         return _run_front_door(args)
     raise BrainError(f"unknown command {args.command!r}", usage=True)
+
+
+def _query_text(words: Sequence[str]) -> str:
+    """The query: the words joined, or stdin when the only word is `-`.
+
+    `-` lets the slash command hand over what a person typed through a quoted
+    heredoc, which no shell expands; a command line would run its `$(…)`.
+    """
+    if list(words) != ["-"]:
+        return " ".join(words)
+    from .search import MAX_QUERY_CHARS
+
+    text = sys.stdin.read(MAX_QUERY_CHARS + 2)  # one over the limit is enough for the error to say so
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _run_front_door(args: argparse.Namespace) -> int:
