@@ -197,3 +197,33 @@ def test_function_words_leave_the_keyword_query_unless_alone() -> None:
     assert fts_match("progetti per la clinica") == '"progetti" OR "clinica"'
     assert fts_match("the of and") == '"the" OR "of" OR "and"'  # nothing else to search for
     assert fts_match("l'indice") == '"l indice"'  # phrases stay whole
+
+
+# Nonsense for these notes: no word of them is in any note, nothing is about them.
+NONSENSE = ["zzkx vrrp flonk", "bitcoin mining rig", "gattini che ballano il tango"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+@pytest.mark.parametrize("query", NONSENSE)
+def test_nonsense_is_flagged_weak_instead_of_looking_confident(brain: Brain, query: str, mode: str) -> None:
+    data = brain.search(query, mode=mode).to_dict()
+    assert data["results"], "the closest notes are still listed"
+    assert data["weak"] is True and data["keyword_matched"] is False
+
+
+@pytest.mark.parametrize("query", ["progetti Laravel per la clinica", "nginx SSL certificate", "torta della nonna"])
+def test_a_real_query_is_not_weak_and_keeps_its_json_keys(brain: Brain, query: str) -> None:
+    data = brain.search(query).to_dict()
+    assert "weak" not in data and "keyword_matched" not in data
+
+
+def test_the_text_view_says_no_keyword_matched(indexed_example: Path) -> None:
+    from conftest import run_cli
+
+    out = run_cli("--root", str(indexed_example), "search", NONSENSE[0], "-k", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("no keyword matched; closest by meaning")
+    assert lines[2].startswith("1. ")
+    plain = run_cli("--root", str(indexed_example), "search", "progetti Laravel", "-k", "2")
+    assert "no keyword matched" not in plain.stdout

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
-from .search import SearchResponse
+from .search import WEAK_COSINE, SearchResponse
 from .texts import page_ranges
 
 if TYPE_CHECKING:
@@ -101,6 +101,9 @@ def search(response: SearchResponse, fmt: str, explain: bool = False) -> str:
         out = [f"Search: {response.query}  ({response.mode}, {len(response.results)} results)"]
     if response.also_searched:
         out.append(f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}")
+    if response.weak:
+        note = f"no keyword matched; closest by meaning (none is close: best cosine under {WEAK_COSINE})"
+        out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""

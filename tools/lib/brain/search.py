@@ -33,6 +33,17 @@ PREVIEW_CHARS = 240
 # query costs (tokenising, FTS5 terms, the embedding, previews) grows with it; 1 MB
 # took 286 s and held the folder's lock meanwhile.
 MAX_QUERY_CHARS = 2000
+# Below this best cosine, with no query word in any note, nothing is close in meaning
+# either: the results are only the least unrelated notes, and say so ("weak"). The
+# bundled e5 model's cosines are compressed, so the line is narrow. Measured on
+# examples/brain (20 chunks): 17 of 18 nonsense queries ("zzkx vrrp flonk", "bitcoin
+# mining rig", "gattini che ballano il tango") had a best cosine of 0.783-0.831 (the
+# 18th, "lorem ipsum dolor", 0.859); queries that match a note's words scored
+# 0.826-0.923; queries with a real answer but no word in common (another language:
+# "grandmother's dessert", "payment failure") 0.806-0.860, half of them under 0.84.
+# Those get the note too, which stays true (no keyword matched); a confident-looking
+# list for nonsense was the worse mistake.
+WEAK_COSINE = 0.84
 
 
 @dataclass
@@ -78,6 +89,9 @@ class SearchResponse:
     # Words searched besides the query's own, for query words the index lacks (typos): as written in the notes.
     also_searched: list[str] = field(default_factory=list)
     corrections: list[dict[str, Any]] = field(default_factory=list)  # per typed word: {"word", "searched": [...]}
+    # No word of the query is in any note and no chunk is close in meaning (best cosine
+    # under WEAK_COSINE): the results are only the closest there is.
+    weak: bool = False
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         excerpts = self.excerpt_chars is not None
@@ -93,6 +107,9 @@ class SearchResponse:
         if self.also_searched:  # only then: a query without typos keeps the JSON's exact shape
             data["also_searched"] = self.also_searched
             data["corrections"] = self.corrections
+        if self.weak:  # only then, like also_searched
+            data["weak"] = True
+            data["keyword_matched"] = False
         return data
 
 
@@ -256,7 +273,7 @@ class Candidates:
     ids: list[int] = field(default_factory=list)
     keyword: dict[int, float] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
-    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid mode)
+    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid and vector modes)
 
 
 class Fused(NamedTuple):
@@ -332,6 +349,18 @@ def effective_weight(candidates: Candidates, vector_weight: float, ratio: float)
     # in the other language than the notes shares almost none, so the vector half takes
     # the weight of the words that matched nothing.
     return 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
+
+
+def is_weak(candidates: Candidates) -> bool:
+    """True when no query word is in any note and the best cosine is under WEAK_COSINE.
+
+    Only the query's own words count: a typo correction is a guess, and "world"
+    searched as "would" does not make a query about football relevant.
+    """
+    if not candidates.use_vector:
+        return False  # keyword mode only returns notes holding a query word (or a correction)
+    best = max(candidates.cosine.values(), default=0.0)
+    return candidates.coverage == 0 and best < WEAK_COSINE
 
 
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
@@ -577,7 +606,8 @@ class Searcher:
             self._explain_fields(hits, searched_forms)
         response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
                                   also_searched=[w for c in corrections for w in c.shown],
-                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections])
+                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
+                                  weak=bool(hits) and is_weak(candidates))
         if excerpt_chars is not None:
             add_excerpts(reader, response, int(excerpt_chars))
         response.seconds = time.monotonic() - started
@@ -685,8 +715,9 @@ class Searcher:
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
-        if use_keyword and use_vector:
+        if use_vector:
             # Per query word: a word is found when any of its forms (one per stemmer) is.
+            # (Vector mode too: it decides whether the results are weak.)
             words = [" OR ".join(group) for group in word_terms(query, query_stemmers(store.query_languages()))]
             found.coverage = store.terms_found(words) / len(words) if words else 0.0
         if use_keyword:
