@@ -227,3 +227,21 @@ def test_the_text_view_says_no_keyword_matched(indexed_example: Path) -> None:
     assert lines[2].startswith("1. ")
     plain = run_cli("--root", str(indexed_example), "search", "progetti Laravel", "-k", "2")
     assert "no keyword matched" not in plain.stdout
+
+
+def test_a_file_that_got_shorter_previews_its_best_matching_lines(tmp_path: Path) -> None:
+    # The hit is the second chunk (lines past 40); then the file shrinks to four lines.
+    filler = "".join(f"Line {n} is about the weather on the coast and nothing else.\n" for n in range(1, 41))
+    write(tmp_path, {"a.md": "# Diario\n" + filler + "The giraffe escaped from the zoo at dawn.\n" * 3})
+    brain = Brain(tmp_path)
+    brain.index()
+    indexed = brain.search("giraffe", mode="bm25").results[0]
+    assert indexed.start_line > 4 and "giraffe" in indexed.preview
+    (tmp_path / "a.md").write_text("# Diario\n\nNothing much.\nThe giraffe came back for breakfast.\n")
+    hit = brain.search("giraffe", mode="bm25").results[0]
+    assert hit.stale
+    assert "The giraffe came back for breakfast." in hit.preview
+    assert 1 <= hit.start_line <= 4 <= hit.end_line  # the lines shown, in the file as it is now
+    (tmp_path / "a.md").write_text("---\ntitle: Diario\n---\n")  # only frontmatter left
+    emptied = brain.search("giraffe", mode="bm25").results[0]
+    assert emptied.stale and emptied.preview == "(no text now)"

@@ -21,7 +21,7 @@ from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import spelling
-from .excerpt import fold
+from .excerpt import fold, relevant_excerpt
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
@@ -29,6 +29,10 @@ from .texts import MIN_EXCERPT_CHARS, FileGone, TextReader, TextUnavailable, add
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
+# A changed file's best-matching lines are looked for in windows of this size: a few
+# previews' worth, so the preview can start at the line that holds a query word.
+PREVIEW_WINDOW_CHARS = 4 * PREVIEW_CHARS
+EMPTY_PREVIEW = "(no text now)"  # a changed file that is now empty or only frontmatter
 # Longer queries are refused: a question is a sentence or a paragraph, and the work a
 # query costs (tokenising, FTS5 terms, the embedding, previews) grows with it; 1 MB
 # took 286 s and held the folder's lock meanwhile.
@@ -240,6 +244,28 @@ def _make_preview(text: str, terms: list[str]) -> str:
             break
     flat = " ".join(" ".join(lines[start:]).split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+def current_lines(text: str, start_line: int, end_line: int, query: str) -> tuple[str, int, int]:
+    """Lines start_line..end_line of a changed file's text now, and their numbers.
+
+    When the file got shorter (or those lines are blank now) the indexed range
+    shows nothing: the lines of the current text that best match the query are
+    given instead, with their own numbers.
+    """
+    lines = text.split("\n")
+    part = "\n".join(lines[start_line - 1 : end_line])
+    if part.strip() or not text.strip():
+        return part, start_line, end_line
+    cut = relevant_excerpt(text, query, budget=PREVIEW_WINDOW_CHARS, head_chars=0)
+    begin, end = cut.spans[-1]
+    first = text.count("\n", 0, begin) + 1
+    last = first + text.count("\n", begin, max(begin, end - 1))
+    while first < last and not lines[first - 1].strip():
+        first += 1
+    while last > first and not lines[last - 1].strip():
+        last -= 1
+    return "\n".join(lines[first - 1 : last]), first, last
 
 
 def _porter_form(word: str, porter: bool) -> str:
@@ -578,19 +604,18 @@ class Searcher:
                 continue
             seen_files.add(row.file_id)
             stale, current_text = fresh
-            text = row.text
+            text, start_line, end_line = row.text, row.start_line, row.end_line
             if stale and current_text is not None:
-                lines = current_text.split("\n")
-                text = "\n".join(lines[row.start_line - 1 : row.end_line])
+                text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
             part = fused[cid]
             hit = SearchHit(
                 path=file_row.path,
                 score=round(part.score, 4),
                 vector_score=None if part.vector is None else round(part.vector, 4),
                 keyword_score=None if part.keyword is None else round(part.keyword, 4),
-                start_line=row.start_line,
-                end_line=row.end_line,
-                preview=_make_preview(text, terms),
+                start_line=start_line,
+                end_line=end_line,
+                preview=_make_preview(text, terms) or EMPTY_PREVIEW,
                 stale=stale,
                 heading_path=row.heading_path,
                 pages=row.pages,
