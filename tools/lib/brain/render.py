@@ -163,6 +163,8 @@ def range_header(part: TextRange) -> str:
     if part.page_count:
         where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
     stale = " [changed on disk since indexed]" if part.stale else ""
+    if part.blank_skipped:
+        where += f"; {part.blank_skipped} bytes of blank lines before it skipped"
     return f"{shown(part.path)}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
 
 
