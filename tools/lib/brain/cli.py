@@ -202,8 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write(f"brain: {known}\n")
         return EXIT_USAGE if known.usage else EXIT_FAILURE
-    except KeyboardInterrupt:
-        sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
+    except KeyboardInterrupt as exc:
+        # A rebuild says what is true of its index (Interrupted); a scan keeps every file it finished.
+        said = str(exc) or "interrupted; every file finished before the interrupt stays indexed"
+        sys.stderr.write(f"brain: {said}\n")
         return 130
     except BrokenPipeError:
         return EXIT_OK

@@ -22,7 +22,7 @@ from . import sources
 from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
-from .errors import BrainError
+from .errors import BrainError, Interrupted
 from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
@@ -143,6 +143,29 @@ def _retry(exc: BaseException) -> str:
     return "run `brain index --full` again"
 
 
+def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
+    """What is true after Ctrl-C stopped a rebuild: whether the new index made it in, else that the old one stands."""
+    swapped = False
+    if db_path.exists():
+        with contextlib.suppress(Exception):  # unreadable now: it was not swapped in by this rebuild
+            live = Store(db_path, create=False, readonly=True)
+            try:
+                swapped = live.get_meta("last_rebuild") == stamp
+            finally:
+                live.close()
+    if swapped:
+        return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
+    if not had_index:
+        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
+    return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
+            "as it was and is still served; run `brain index --full` again to rebuild")
+
+
+def interrupted_before_rebuild(db_path: Path) -> str:
+    """What is true after Ctrl-C stopped a rebuild before it began writing (discovery, waiting for the lock)."""
+    return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
+
+
 def _progress(total: int, label: str, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
@@ -226,6 +249,7 @@ class Indexer:
                 picked.append(found)
         db_path = self.settings.database_path
         with writer_lock(db_path):
+            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
@@ -269,6 +293,8 @@ class Indexer:
         db_path = self.settings.database_path
         fresh_path = rebuild_path(db_path)
         remove_rebuild_files(db_path)
+        had_index = db_path.exists()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         try:
             # The new file takes the live one's page size: the final copy needs equal sizes.
             page_size = self._live_page_size(db_path)
@@ -278,7 +304,7 @@ class Indexer:
                     # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
                     fresh.import_embedding_cache(db_path)
                 report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                fresh.set_meta({"last_rebuild": stamp})
                 fresh.checkpoint()
             finally:
                 fresh.close()
@@ -289,6 +315,9 @@ class Indexer:
                 f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
                 f"partial new one removed; {_retry(exc)}"
             ) from None
+        except KeyboardInterrupt:
+            remove_rebuild_files(db_path)  # at once: a partial rebuild is of no use to anyone
+            raise Interrupted(_interrupted_rebuild(db_path, had_index, stamp)) from None
         except BaseException:
             # Left behind, a partial rebuild would keep a full disk full until the next one.
             remove_rebuild_files(db_path)

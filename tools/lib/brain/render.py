@@ -311,7 +311,10 @@ def status_text(report: Any) -> str:
             counts = ", ".join(f"{n} {k}" for k, n in (rebuild.get("counts") or {}).items() if n)
             lines.append(f"rebuilt     {rebuild.get('at')}: ok ({counts}) in {rebuild.get('seconds')}s")
         else:
-            lines.append(f"rebuilt     {rebuild.get('at')}: FAILED: {rebuild.get('error')}")
+            error = rebuild.get("error")
+            if error == "KeyboardInterrupt":  # recorded so by earlier versions
+                error = "interrupted (Ctrl-C)"
+            lines.append(f"rebuilt     {rebuild.get('at')}: FAILED: {error}")
     else:
         lines.append("rebuilt     never")
     model = report.model or "none"
