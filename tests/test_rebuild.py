@@ -145,8 +145,10 @@ def test_ctrl_c_during_a_full_rebuild_says_the_old_index_stands_and_cleans_up(tm
     Brain(root).index()
     write(root, {f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about lighthouses {n}.\n" for n in range(4)})
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
+    # As from a terminal: a background job inherits SIGINT ignored, and Python then leaves it so.
     process = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     fresh = root / ".brain" / "brain.sqlite.rebuild"
     deadline = time.monotonic() + 120
     while not fresh.exists() and process.poll() is None and time.monotonic() < deadline:
