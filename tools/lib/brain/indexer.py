@@ -166,14 +166,95 @@ def interrupted_before_rebuild(db_path: Path) -> str:
     return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
 
 
-def _progress(total: int, label: str, enabled: bool) -> Any:
-    if not enabled or total == 0:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
+# Before a file is read, its work is guessed from its size: a chunk per this many bytes of
+# text (chunks step by chunk_chars − overlap_chars), a PDF page per PDF_BYTES_PER_PAGE (pages
+# are read, then their text chunked). Each guess is replaced by the real count once the file
+# is read, so the total is exact by the end; the guesses only keep the first minutes honest.
+PDF_BYTES_PER_PAGE = 50_000
+PDF_CHUNKS_PER_PAGE = 2
+
+
+class _Progress:
+    """The indexing bar on a terminal (stderr). It counts work, not files: chunks embedded
+    and PDF pages read, since one long PDF can take longer than a hundred short notes.
+    Not shown (every method does nothing) when not asked for, or without tqdm."""
+
+    def __init__(self, files: Sequence[sources.SourceFile], step: int, *, enabled: bool) -> None:
+        self.bar: Any = None
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self.step = max(1, step)
+        self.guesses = {source.rel: self._guess(source) for source in files}
+        self.files, self.files_done = len(files), 0
+        # Left on screen when done, above the scan report.
+        self.bar = tqdm(total=sum(self.guesses.values()), desc="indexing", unit="chunk", file=sys.stderr, leave=True,
+                        dynamic_ncols=True)
+        self._show_files()
+
+    @property
+    def shown(self) -> bool:
+        return self.bar is not None
+
+    def _guess(self, source: sources.SourceFile) -> int:
+        if source.path.name.lower().endswith(".pdf"):
+            pages = max(1, source.size // PDF_BYTES_PER_PAGE)
+            return pages * (1 + PDF_CHUNKS_PER_PAGE)
+        return max(1, -(-source.size // self.step))  # rounded up: a short note is still one chunk
+
+    def _show_files(self) -> None:
+        self.bar.set_postfix_str(f"{self.files_done}/{self.files} files read", refresh=False)
+
+    def loading(self, embedder: Embedder) -> None:
+        """Load the model under a label that says so (it takes seconds; torch tens), then start the clock."""
+        if self.bar is None or embedder.loaded:
+            return
+        self.bar.set_description("loading the embedding model…")
+        embedder.load(expected_texts=self.bar.total)
+        self.bar.set_description("indexing", refresh=False)
+        done = self.bar.n
+        self.bar.reset(total=self.bar.total)  # the rate and time left count from here, not from the loading
+        self.bar.update(done)
+        self._show_files()
+
+    def read(self, rel: str, chunks: int, pages: int) -> None:
+        """A file was read: its guess becomes its real work, and its pages are done."""
+        if self.bar is None:
+            return
+        self._retotal(self.guesses.pop(rel, 0), chunks + pages)
+        self.files_done += 1
+        self._show_files()
+        if pages:
+            self.bar.update(pages)
+        else:
+            self.bar.refresh()
+
+    def skip(self, rel: str) -> None:
+        """A file needs no embedding after all (same content, moved, failed): its guess leaves the total."""
+        if self.bar is None or rel not in self.guesses:
+            return
+        self._retotal(self.guesses.pop(rel), 0)
+        self.files_done += 1
+        self._show_files()
+        self.bar.refresh()
+
+    def _retotal(self, guess: int, real: int) -> None:
+        self.bar.total = max(self.bar.n, self.bar.total - guess + real)
+
+    def update(self, done: int) -> None:
+        """`done` more chunks are embedded (or needed no embedding)."""
+        if self.bar is not None and done:
+            self.bar.update(done)
+
+    def close(self) -> None:
+        if self.bar is None:
+            return
+        self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
+        self.bar.set_description("indexed", refresh=False)
+        self.bar.close()
 
 
 class Indexer:
@@ -412,29 +493,32 @@ class Indexer:
         gone_by_hash: dict[str, str] = {}
         for path, row in (gone or {}).items():
             gone_by_hash.setdefault(row.hash, path)
-        bar = _progress(len(files), "indexing", self.show_progress)
+        unchanged = {s.rel for s in files if (row := existing.get(s.rel)) is not None
+                     and row.size == s.size and row.mtime_ns == s.mtime_ns}
+        progress = self._progress([s for s in files if s.rel not in unchanged])
         group: list[_Pending] = []
         group_chunks = 0
         try:
             for source in files:
-                if bar is not None:
-                    bar.update(1)
-                row = existing.get(source.rel)
-                if row is not None and row.size == source.size and row.mtime_ns == source.mtime_ns:
+                if source.rel in unchanged:
                     report.unchanged += 1
                     continue
+                row = existing.get(source.rel)
                 try:
                     data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
                 except sources.ExtractionError as exc:
                     report.failed.append({"path": source.rel, "reason": str(exc)})
+                    progress.skip(source.rel)
                     continue
                 except FileNotFoundError:
                     report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
+                    progress.skip(source.rel)
                     continue
                 digest = sources.content_hash(data)
                 if row is not None and row.hash == digest:
                     store.touch_file(source.rel, source.size, source.mtime_ns)
                     report.unchanged += 1
+                    progress.skip(source.rel)
                     continue
                 if row is None and digest in gone_by_hash:
                     old = gone_by_hash.pop(digest)
@@ -443,19 +527,27 @@ class Indexer:
                     assert gone is not None
                     gone.pop(old, None)
                     report.moved.append({"from": old, "to": source.rel})
+                    progress.skip(source.rel)
                     continue
+                progress.loading(self.embedder)  # before the first file is chunked: chunking needs the tokenizer
                 pending = self._prepare(source, digest, data, report)
                 if pending is None:
+                    progress.skip(source.rel)
                     continue
+                progress.read(source.rel, len(pending.chunks), len(pending.extracted.page_starts))
                 group.append(pending)
                 group_chunks += len(pending.chunks)
                 if group_chunks >= EMBED_GROUP_CHUNKS:
-                    self._write_group(store, group, existing, report)
+                    self._write_group(store, group, existing, report, progress)
                     group, group_chunks = [], 0
-            self._write_group(store, group, existing, report)
+            self._write_group(store, group, existing, report, progress)
         finally:
-            if bar is not None:
-                bar.close()
+            progress.close()
+
+    def _progress(self, to_read: Sequence[sources.SourceFile]) -> _Progress:
+        """The progress bar for reading and embedding these files: shown when asked for and there is work."""
+        step = int(self.settings["chunking.chunk_chars"]) - int(self.settings["chunking.overlap_chars"])
+        return _Progress(to_read, step, enabled=self.show_progress and bool(to_read))
 
     @staticmethod
     def _moved_title(source: sources.SourceFile, data: bytes) -> str | None:
@@ -490,11 +582,14 @@ class Indexer:
             title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )
 
-    def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
+    def _write_group(
+        self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport, progress: _Progress
+    ) -> None:
         if not group:
             return
         texts = [c.embed_text for p in group for c in p.chunks if c.embed_text]
-        vectors, hits = self.embedder.encode_cached(texts, store)
+        progress.update(sum(len(p.chunks) for p in group) - len(texts))  # chunks of only code: nothing to embed
+        vectors, hits = self.embedder.encode_cached(texts, store, progress.update if progress.shown else None)
         report.cache_hits += hits
         report.chunks_embedded += len(texts) - hits
         position = 0
