@@ -166,10 +166,10 @@ def interrupted_before_rebuild(db_path: Path) -> str:
     return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
 
 
-# Before a file is read, its work is guessed from its size: a chunk per this many bytes of
-# text (chunks step by chunk_chars − overlap_chars), a PDF page per PDF_BYTES_PER_PAGE (pages
-# are read, then their text chunked). Each guess is replaced by the real count once the file
-# is read, so the total is exact by the end; the guesses only keep the first minutes honest.
+# Before a file is read, its work is guessed from its size: a chunk per chunk_chars −
+# overlap_chars bytes of a note (the step between chunks), a page per PDF_BYTES_PER_PAGE of a
+# PDF, each page read and then about PDF_CHUNKS_PER_PAGE chunks. Rough guesses: each is
+# replaced by the real count once its file is read, so the total is exact by the end.
 PDF_BYTES_PER_PAGE = 50_000
 PDF_CHUNKS_PER_PAGE = 2
 
@@ -249,11 +249,13 @@ class _Progress:
         if self.bar is not None and done:
             self.bar.update(done)
 
-    def close(self) -> None:
+    def close(self, finished: bool) -> None:
+        """Leave the bar on screen: complete when `finished`, else where it stopped."""
         if self.bar is None:
             return
-        self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
-        self.bar.set_description("indexed", refresh=False)
+        if finished:
+            self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
+        self.bar.set_description("indexed" if finished else "stopped", refresh=False)
         self.bar.close()
 
 
@@ -498,6 +500,7 @@ class Indexer:
         progress = self._progress([s for s in files if s.rel not in unchanged])
         group: list[_Pending] = []
         group_chunks = 0
+        finished = False
         try:
             for source in files:
                 if source.rel in unchanged:
@@ -541,8 +544,9 @@ class Indexer:
                     self._write_group(store, group, existing, report, progress)
                     group, group_chunks = [], 0
             self._write_group(store, group, existing, report, progress)
+            finished = True
         finally:
-            progress.close()
+            progress.close(finished)
 
     def _progress(self, to_read: Sequence[sources.SourceFile]) -> _Progress:
         """The progress bar for reading and embedding these files: shown when asked for and there is work."""
