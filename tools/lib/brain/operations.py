@@ -111,6 +111,7 @@ OPERATIONS: tuple[Operation, ...] = (
             'brain search "progetti Laravel per la clinica"',
             'brain search "nginx SSL certificate" --mode bm25 -k 5',
             'brain search "decisioni sul database" --path-prefix decisions/ --where status!=archived --json',
+            "brain search - < question.txt          # the query from stdin",
         ),
         mcp_tool="memory_search",
         http=("POST", "/search"),
