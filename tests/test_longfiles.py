@@ -193,7 +193,7 @@ def test_get_skips_blank_frontmatter_and_its_offsets_agree_with_grep(long_notes:
     assert whole["end"] == whole["total"] and whole["text"].startswith("# Fornitori")
     part = cli_json("--root", str(long_notes), "get", "fornitori.md", "--offset", "1", "--length", "11")
     assert (part["offset"], part["length"], part["text"], part["blank_skipped"]) == (3, 11, "# Fornitori", 2)
-    hit = cli_json("--root", str(long_notes), "grep", "Rossi", "--file", "fornitori.md")["matches"][0]
+    hit = cli_json("--root", str(long_notes), "grep", "Rossi", "--path", "fornitori.md")["matches"][0]
     there = cli_json("--root", str(long_notes), "get", "fornitori.md", "--offset", str(hit["offset"]), "--length", "5")
     assert there["offset"] == hit["offset"] and there["text"] == "Rossi" and "blank_skipped" not in there
     assert there["start_line"] == hit["line"]
@@ -202,7 +202,7 @@ def test_get_skips_blank_frontmatter_and_its_offsets_agree_with_grep(long_notes:
 def test_ask_and_excerpts_do_not_open_with_blank_frontmatter(long_notes: Path) -> None:
     sources = cli_json("--root", str(long_notes), "ask", "fornitori Rossi", "-k", "1")["sources"]
     assert sources[0]["path"] == "fornitori.md" and sources[0]["excerpt"].startswith("# Fornitori")
-    found = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "300", "--path", "fornitori.md")
+    found = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "300", "--path-prefix", "fornitori.md")
     assert found["results"][0]["excerpt"].startswith("# Fornitori")
 
 
