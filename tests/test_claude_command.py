@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -26,7 +29,7 @@ def test_template_runs_brain_search_and_sends_claude_back_to_the_files() -> None
     meta, body = front_matter(template_text())
     assert meta["description"] and meta["argument-hint"]
     assert "Bash(brain search:*)" in meta["allowed-tools"] and "Read" in meta["allowed-tools"]
-    assert '!`brain search "$ARGUMENTS" --format markdown`' in body
+    assert "!`brain search - --format markdown <<'END_OF_BRAIN_QUERY'\n$ARGUMENTS\nEND_OF_BRAIN_QUERY`" in body
     assert "the files are the truth" in body and "Read tool" in body
 
 
@@ -64,3 +67,55 @@ def test_markdown_results_are_numbered_with_path_score_parts_lines_and_preview(i
     assert re.search(r"Lines: \d+-\d+", first)
     preview = lines[lines.index(first) + 1]
     assert preview.startswith("   > ") and "Laravel" in preview
+
+
+# How Claude Code finds a `!` command in a slash command's text, after it has spliced
+# $ARGUMENTS in as raw text: everything between `!`` and the next backtick.
+_BANG = re.compile(r"(?<![\w$])!`([^`]+)`")
+
+
+def _shell_lines(arguments: str) -> list[str]:
+    """The shell command lines Claude Code would run for `/memory-search ARGUMENTS`."""
+    _, body = front_matter(template_text())
+    return _BANG.findall(body.replace("$ARGUMENTS", arguments))
+
+
+def _run_in_shell(command: str, root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`command` through a real bash in the notes folder, with `brain` on the PATH as an installed one would be."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "brain"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m brain "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               PYTHONPATH=str(PROJECT / "tools" / "lib"), HOME=str(tmp_path))
+    return subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_arguments_reach_brain_search_as_one_literal_string(indexed_example: Path, tmp_path: Path) -> None:
+    # Each of these would create a file (or name the home folder) if a shell expanded it.
+    query = "$(touch pwned-dollar) ${HOME} $HOME ; touch pwned-semicolon l'indice \"Laravel\" \\ *"
+    [command] = _shell_lines(query)
+    out = _run_in_shell(command, indexed_example, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == f"## Search: {query}"  # searched for, exactly as typed
+    assert not list(indexed_example.glob("pwned-*")) and not list(tmp_path.glob("pwned-*"))
+
+
+def test_a_backtick_in_the_arguments_runs_nothing(indexed_example: Path, tmp_path: Path) -> None:
+    # A backtick ends Claude Code's `!` command early: what is left must still run nothing.
+    for command in _shell_lines("`touch pwned-backtick` progetti"):
+        _run_in_shell(command, indexed_example, tmp_path)
+    assert not list(indexed_example.glob("pwned-*")) and not list(tmp_path.glob("pwned-*"))
+
+
+def test_search_reads_the_query_from_stdin_when_it_is_a_dash(indexed_example: Path) -> None:
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-m", "brain", "--root", str(indexed_example), "search", "-", "--json", "-k", "1"],
+        input="progetti Laravel\n", capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")),
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["query"] == "progetti Laravel"

@@ -180,3 +180,50 @@ def test_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> Non
     finally:
         if notes != tmp_path:
             shutil.rmtree(notes, ignore_errors=True)
+
+
+def _all_commands() -> list[tuple[str, Any]]:
+    import click
+
+    from brain.cli import cli
+
+    found: list[tuple[str, Any]] = []
+
+    def walk(group: Any, prefix: str) -> None:
+        for name, command in group.commands.items():
+            found.append((f"{prefix} {name}", command))
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix} {name}")
+
+    walk(cli, "brain")
+    return found
+
+
+@pytest.mark.parametrize("path, command", _all_commands(), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_command_has_a_description_an_example_and_help_on_every_option(path: str, command: Any) -> None:
+    text = command.help or ""
+    assert len(text.split("\n\n")[0]) > 30, f"{path}: no description paragraph"
+    assert "Example" in text, f"{path}: no example"
+    assert "seed" not in text.lower()
+    for param in command.params:
+        if getattr(param, "hidden", False) or param.param_type_name == "argument":
+            continue
+        assert param.help and "seed" not in param.help.lower(), f"{path} {param.opts}: no help"
+    import click
+
+    usage = command.get_usage(click.Context(command))
+    for argument in (p for p in command.params if p.param_type_name == "argument"):
+        # click arguments have no help of their own: the usage line names them, the description says what they are
+        assert (argument.metavar or argument.name.upper()).rstrip(".") in usage, f"{path}: argument {argument.name}"
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    """The documented completion works: the bash script, then commands and an operation's options."""
+    script = run_cli(env={"_BRAIN_COMPLETE": "bash_source"})
+    assert script.returncode == 0 and "_brain_completion" in script.stdout
+    command = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain sea", "COMP_CWORD": "1"})
+    assert command.stdout.split() == ["plain,search"]
+    option = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --path-", "COMP_CWORD": "3"})
+    assert option.stdout.split() == ["plain,--path-prefix"]
+    choice = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --mode b", "COMP_CWORD": "4"})
+    assert choice.stdout.split() == ["plain,bm25"]

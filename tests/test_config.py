@@ -100,3 +100,74 @@ def test_config_flag_and_env_pick_another_file(tmp_path: Path) -> None:
     assert load_settings(tmp_path, str(tmp_path / "other.toml"))["search.limit"] == 9
     with pytest.raises(BrainError, match="not found"):
         load_settings(tmp_path, str(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize(
+    "env, value, fragment",
+    [
+        ("BRAIN_SEARCH_LIMIT", "0", "search.limit must be at least 1, got 0"),
+        ("BRAIN_SEARCH_LIMIT", "5.5", "search.limit must be an integer, got '5.5'"),
+        ("BRAIN_SEARCH_FUSION", "best", "search.fusion must be one of linear, minmax, zscore, rrf, got 'best'"),
+        ("BRAIN_MAX_FILE_MB", "0", "max_file_mb must be positive, got 0.0"),
+        ("BRAIN_SEARCH_VECTOR_WEIGHT", "nan", "search.vector_weight must be a number, got 'nan'"),
+        ("BRAIN_ROOTS", "", "roots must be a list naming at least one folder"),
+    ],
+)
+def test_a_bad_environment_value_names_the_variable_the_key_the_value_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str, value: str, fragment: str
+) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(BrainError) as err:
+        load_settings(tmp_path)
+    message = str(err.value)
+    assert message.startswith(f"environment {env}: ") and fragment in message
+    assert message.endswith(f"change or unset {env}") and "\n" not in message
+
+
+def test_settings_arrive_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, {"brain.toml": "max_file_mb = 5\n[search]\nlimit = 5.0\n"})
+    monkeypatch.setenv("BRAIN_EXTENSIONS", ".md, .txt")
+    settings = load_settings(tmp_path)
+    assert type(settings["max_file_mb"]) is float and settings.max_file_bytes == 5_000_000
+    assert type(settings["search.limit"]) is int
+    assert settings["extensions"] == [".md", ".txt"]
+
+
+def test_a_pasted_key_is_never_echoed(tmp_path: Path) -> None:
+    write(tmp_path, {"brain.toml": "[ask]\napi_key_env = 'sk-secret-123'\n"})
+    with pytest.raises(BrainError) as err:
+        load_settings(tmp_path)
+    assert "ask.api_key_env must be the NAME" in str(err.value) and "sk-secret" not in str(err.value)
+
+
+def test_set_value_checks_pairs_against_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "brain.toml"
+    path.write_text("[chunking]\nchunk_chars = 4000\n", encoding="utf-8")
+    set_value(path, "chunking.overlap_chars", "2000")  # above the default chunk size, below the file's
+    with pytest.raises(BrainError, match=r"smaller than chunking.chunk_chars \(4000\)"):
+        set_value(path, "chunking.overlap_chars", "4000")
+    assert load_settings(tmp_path)["chunking.overlap_chars"] == 2000
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    import tomllib
+
+    from brain.config import DEFAULTS, SETTINGS
+
+    doc = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    block = tomllib.loads(doc.split("```toml\n", 1)[1].split("```", 1)[0])
+    documented = {f"{k}.{sub}" if isinstance(v, dict) else k: (v[sub] if isinstance(v, dict) else v)
+                  for k, v in block.items() for sub in (v if isinstance(v, dict) else [None])}
+    assert documented == DEFAULTS
+    assert all(spec.help for spec in SETTINGS)
+
+
+def test_cli_config_show_json_has_help(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "hello"})
+    result = run_cli("--root", str(tmp_path), "config", "show", "--json")
+    assert result.returncode == 0, result.stderr
+    import json
+
+    rows = {row["key"]: row for row in json.loads(result.stdout)}
+    assert rows["search.limit"]["help"] == "files a search returns"
+    assert rows["search.limit"]["value"] == 10 and rows["search.limit"]["origin"] == "default"

@@ -15,7 +15,7 @@ import pytest
 from brain import Brain
 from brain.errors import BrainError
 from brain.store import Store
-from conftest import PROJECT, write
+from conftest import PROJECT, run_cli, write
 
 
 def chunk_count(root: Path, rel: str) -> int:
@@ -96,6 +96,24 @@ def test_reindex_paths(tmp_path: Path) -> None:
     reasons = {f["path"]: f["reason"] for f in report.failed}
     assert "ignored" in reasons[str(tmp_path / "secret.md")]
     assert "outside" in reasons["/etc/hosts"]
+
+
+def test_reindex_of_a_path_never_indexed_and_not_on_disk_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "apple", "b.md": "banana"})
+    typo = run_cli("--root", str(tmp_path), "reindex", "nope.md", cwd=tmp_path)  # before any index: none is made
+    assert typo.returncode == 2 and typo.stdout == ""
+    assert typo.stderr == "brain: nope.md: no such file, and it was never indexed; check the path (relative paths start at the current folder)\n"
+    assert not (tmp_path / ".brain").exists()
+    brain = Brain(tmp_path)
+    brain.index()
+    (tmp_path / "b.md").unlink()
+    (tmp_path / "a.md").write_text("apricot")
+    with pytest.raises(BrainError, match="nope.md: no such file, and it was never indexed"):
+        brain.reindex([str(tmp_path / "a.md"), str(tmp_path / "nope.md")])
+    assert chunk_count(tmp_path, "a.md") == 1 and chunk_count(tmp_path, "b.md") == 1  # nothing written
+    gone = run_cli("--root", str(tmp_path), "reindex", "b.md", cwd=tmp_path)  # indexed, now gone: leaves the index
+    assert gone.returncode == 0, gone.stderr
+    assert chunk_count(tmp_path, "b.md") == 0
 
 
 def test_failed_file_keeps_its_old_good_copy(tmp_path: Path) -> None:

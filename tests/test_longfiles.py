@@ -179,10 +179,31 @@ def test_invalid_pattern_is_one_clear_line_exit_2(long_notes: Path, pattern: str
 
 
 def test_get_whole_file_and_header(long_notes: Path) -> None:
+    # The frontmatter (three lines, blanked to keep line numbers) is skipped, and the header says which bytes came.
     result = run_cli("--root", str(long_notes), "get", "fornitori.md")
     assert result.returncode == 0, result.stderr
-    assert "# Fornitori" in result.stdout
-    assert result.stderr.startswith("fornitori.md: bytes 0-")
+    assert result.stdout.startswith("# Fornitori\n")
+    assert result.stderr.startswith("fornitori.md: bytes 3-")
+    assert "(lines 4-" in result.stderr and "3 bytes of blank lines before it skipped" in result.stderr
+
+
+def test_get_skips_blank_frontmatter_and_its_offsets_agree_with_grep(long_notes: Path) -> None:
+    whole = cli_json("--root", str(long_notes), "get", "fornitori.md")
+    assert whole["offset"] == 3 and whole["blank_skipped"] == 3 and whole["start_line"] == 4
+    assert whole["end"] == whole["total"] and whole["text"].startswith("# Fornitori")
+    part = cli_json("--root", str(long_notes), "get", "fornitori.md", "--offset", "1", "--length", "11")
+    assert (part["offset"], part["length"], part["text"], part["blank_skipped"]) == (3, 11, "# Fornitori", 2)
+    hit = cli_json("--root", str(long_notes), "grep", "Rossi", "--path", "fornitori.md")["matches"][0]
+    there = cli_json("--root", str(long_notes), "get", "fornitori.md", "--offset", str(hit["offset"]), "--length", "5")
+    assert there["offset"] == hit["offset"] and there["text"] == "Rossi" and "blank_skipped" not in there
+    assert there["start_line"] == hit["line"]
+
+
+def test_ask_and_excerpts_do_not_open_with_blank_frontmatter(long_notes: Path) -> None:
+    sources = cli_json("--root", str(long_notes), "ask", "fornitori Rossi", "-k", "1")["sources"]
+    assert sources[0]["path"] == "fornitori.md" and sources[0]["excerpt"].startswith("# Fornitori")
+    found = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "300", "--path-prefix", "fornitori.md")
+    assert found["results"][0]["excerpt"].startswith("# Fornitori")
 
 
 @pytest.mark.parametrize(

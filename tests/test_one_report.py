@@ -13,6 +13,8 @@ from conftest import run_cli, write
 from live_servers import copy_notes, http_server, mcp_session
 
 QUERY = "certificato SSL nginx"
+FRONTMATTER_NOTE = "database/projects/gengle/index.md"  # opens with YAML frontmatter, blanked in its text
+NONSENSE = "zzkx vrrp flonk"  # no word of it in any note: the response says the results are weak
 
 
 def without_timing(data: dict[str, Any]) -> dict[str, Any]:
@@ -44,6 +46,8 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     cli_grep = cli("grep", "nginx", "-C", "1", "--limit", "5", "--json")
     cli_file = cli("get", "diary/maggio.md", "--offset", "10", "--length", "200", "--json")
     cli_error = run_cli("--root", str(notes), "search", "   ").stderr.strip()
+    cli_weak = cli("search", NONSENSE, "-k", "2", "--json")
+    cli_note = cli("get", FRONTMATTER_NOTE, "--offset", "0", "--length", "300", "--json")
 
     async def through_mcp() -> list[Any]:
         async with mcp_session("--root", str(notes)) as session:
@@ -59,11 +63,15 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
                 result = await session.call_tool(name, arguments)
                 assert not result.is_error, result.content
                 results.append(result.structured_content)
+            weak = await session.call_tool("memory_search", {"query": NONSENSE, "limit": 2})
+            results.append(weak.structured_content)
+            note = await session.call_tool("memory_get_file", {"path": FRONTMATTER_NOTE, "length": 300})
+            results.append(note.structured_content)
             bad = await session.call_tool("memory_search", {"query": "   "})
             assert bad.is_error
             return [*results, bad.content[0].text]
 
-    mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_error = anyio.run(through_mcp)
+    mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_weak, mcp_note, mcp_error = anyio.run(through_mcp)
 
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
         http_scan = http.post("/index").json()
@@ -71,6 +79,8 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
         http_excerpts = http.post("/search", json=excerpts).json()
         http_grep = http.post("/grep", json=grep).json()
         http_file = http.get("/file", params={"path": "diary/maggio.md", "offset": 10, "length": 200}).json()
+        http_weak = http.post("/search", json={"query": NONSENSE, "limit": 2}).json()
+        http_note = http.get("/file", params={"path": FRONTMATTER_NOTE, "length": 300}).json()
         http_error = http.post("/search", json={"query": "   "}).json()["error"]
 
     assert cli_search["results"] and cli_excerpts["results"][0]["content_len"] and cli_grep["matches"]
@@ -78,6 +88,11 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     assert without_timing(cli_excerpts) == without_timing(mcp_excerpts) == without_timing(http_excerpts)
     assert without_timing(cli_grep) == without_timing(mcp_grep) == without_timing(http_grep)
     assert cli_file == mcp_file == http_file
+    assert cli_weak["weak"] is True and cli_weak["keyword_matched"] is False
+    assert without_timing(cli_weak) == without_timing(mcp_weak) == without_timing(http_weak)
+    # The frontmatter's blank lines are skipped, not returned; the range says where the text starts.
+    assert cli_note["offset"] == cli_note["blank_skipped"] > 0 and cli_note["text"].startswith("#")
+    assert cli_note == mcp_note == http_note
     assert cli_scan["failed"] == [{"path": "broken.pdf", "reason": cli_scan["failed"][0]["reason"]}]
     assert without_timing(cli_scan) == without_timing(mcp_scan) == without_timing(http_scan)
     message = cli_error.removeprefix("brain: ")

@@ -137,3 +137,47 @@ def test_schedule_once_from_the_command_line(tmp_path: Path) -> None:
     assert "nightly rebuild starting" in log and "rebuilt: 1 added" in log
     bad = run_cli("--root", str(root), "schedule", "--at", "7pm")
     assert bad.returncode == 2 and "HH:MM" in bad.stderr
+
+
+def test_ctrl_c_during_a_full_rebuild_says_the_old_index_stands_and_cleans_up(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, {"old.md": f"# Old\n\nThe {UNIQUE} note the live index holds.\n"})
+    Brain(root).index()
+    write(root, {f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about lighthouses {n}.\n" for n in range(4)})
+    env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
+    # As from a terminal: a background job inherits SIGINT ignored, and Python then leaves it so.
+    process = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    fresh = root / ".brain" / "brain.sqlite.rebuild"
+    deadline = time.monotonic() + 120
+    while not fresh.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert process.poll() is None, "the rebuild finished before it could be interrupted"
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("brain: interrupted; the rebuild stopped and its partial file was removed; the old index at ")
+    assert "kept as it was and is still served" in lines[0]
+    # Removed at once, not left for the next scan; the old index answers as before.
+    assert not [p.name for p in (root / ".brain").iterdir() if ".rebuild" in p.name]
+    assert file_count(root) == 1
+    assert [h.path for h in Brain(root).search(UNIQUE, mode="bm25").results] == ["old.md"]
+    status = run_cli("--root", str(root), "status")
+    assert "FAILED: interrupted (Ctrl-C)" in status.stdout and "KeyboardInterrupt" not in status.stdout
+    assert Brain(root).status().last_rebuild == {"at": Brain(root).status().last_rebuild["at"], "ok": False,
+                                                 "error": "interrupted (Ctrl-C)"}
+
+
+def test_any_scan_removes_a_killed_rebuilds_leftovers(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, {"a.md": "# Alpha\n\nThe nginx reverse proxy.\n"})
+    Brain(root).index()
+    leftovers = [root / ".brain" / f"brain.sqlite.rebuild{suffix}" for suffix in ("", "-wal", "-shm")]
+    for path in leftovers:
+        path.write_bytes(b"half a rebuild")  # what a SIGKILL or a power cut leaves
+    Brain(root).reindex(["a.md"])  # not only a full scan: re-indexing one file cleans up too
+    assert not any(path.exists() for path in leftovers)

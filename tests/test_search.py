@@ -12,7 +12,7 @@ from brain import Brain
 from brain.config import load_settings
 from brain.errors import BrainError
 from brain.search import fts_match
-from conftest import write
+from conftest import run_cli, write
 
 SAFE_QUERIES = [
     "C++", "#1234", '"quoted', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
@@ -127,6 +127,17 @@ def test_filters_on_frontmatter_and_path(brain: Brain) -> None:
         brain.search("x", where=["status"])
 
 
+@pytest.mark.parametrize("outside", ["../x", "/etc", "diary/../../x", "C:/notes"])
+def test_a_path_filter_outside_the_notes_is_refused_by_the_core(brain: Brain, outside: str) -> None:
+    from brain.errors import PathRefused
+
+    with pytest.raises(PathRefused, match="must be relative to the notes folder, without '..'"):
+        brain.search("nginx", path_prefix=outside)
+    done = run_cli("--root", str(brain.root), "search", "nginx", "--path-prefix", outside)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"brain: path filter {outside!r} must be relative to the notes folder, without '..'\n"
+
+
 def test_unknown_mode_and_bad_limit(brain: Brain) -> None:
     with pytest.raises(BrainError, match="unknown mode"):
         brain.search("x", mode="fuzzy")
@@ -197,3 +208,51 @@ def test_function_words_leave_the_keyword_query_unless_alone() -> None:
     assert fts_match("progetti per la clinica") == '"progetti" OR "clinica"'
     assert fts_match("the of and") == '"the" OR "of" OR "and"'  # nothing else to search for
     assert fts_match("l'indice") == '"l indice"'  # phrases stay whole
+
+
+# Nonsense for these notes: no word of them is in any note, nothing is about them.
+NONSENSE = ["zzkx vrrp flonk", "bitcoin mining rig", "gattini che ballano il tango"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+@pytest.mark.parametrize("query", NONSENSE)
+def test_nonsense_is_flagged_weak_instead_of_looking_confident(brain: Brain, query: str, mode: str) -> None:
+    data = brain.search(query, mode=mode).to_dict()
+    assert data["results"], "the closest notes are still listed"
+    assert data["weak"] is True and data["keyword_matched"] is False
+
+
+@pytest.mark.parametrize("query", ["progetti Laravel per la clinica", "nginx SSL certificate", "torta della nonna"])
+def test_a_real_query_is_not_weak_and_keeps_its_json_keys(brain: Brain, query: str) -> None:
+    data = brain.search(query).to_dict()
+    assert "weak" not in data and "keyword_matched" not in data
+
+
+def test_the_text_view_says_no_keyword_matched(indexed_example: Path) -> None:
+    from conftest import run_cli
+
+    out = run_cli("--root", str(indexed_example), "search", NONSENSE[0], "-k", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("no keyword matched; closest by meaning")
+    assert lines[2].startswith("1. ")
+    plain = run_cli("--root", str(indexed_example), "search", "progetti Laravel", "-k", "2")
+    assert "no keyword matched" not in plain.stdout
+
+
+def test_a_file_that_got_shorter_previews_its_best_matching_lines(tmp_path: Path) -> None:
+    # The hit is the second chunk (lines past 40); then the file shrinks to four lines.
+    filler = "".join(f"Line {n} is about the weather on the coast and nothing else.\n" for n in range(1, 41))
+    write(tmp_path, {"a.md": "# Diario\n" + filler + "The giraffe escaped from the zoo at dawn.\n" * 3})
+    brain = Brain(tmp_path)
+    brain.index()
+    indexed = brain.search("giraffe", mode="bm25").results[0]
+    assert indexed.start_line > 4 and "giraffe" in indexed.preview
+    (tmp_path / "a.md").write_text("# Diario\n\nNothing much.\nThe giraffe came back for breakfast.\n")
+    hit = brain.search("giraffe", mode="bm25").results[0]
+    assert hit.stale
+    assert "The giraffe came back for breakfast." in hit.preview
+    assert 1 <= hit.start_line <= 4 <= hit.end_line  # the lines shown, in the file as it is now
+    (tmp_path / "a.md").write_text("---\ntitle: Diario\n---\n")  # only frontmatter left
+    emptied = brain.search("giraffe", mode="bm25").results[0]
+    assert emptied.stale and emptied.preview == "(no text now)"

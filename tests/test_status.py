@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from brain import Brain
-from conftest import run_cli, write
+from conftest import git, init_repo, run_cli, write
 
 
 def indexed(tmp_path: Path) -> Path:
@@ -79,3 +79,48 @@ def test_no_index_is_reported_and_nothing_is_created(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.startswith("NOT INDEXED") and "missing     1" in done.stdout
     assert not (root / ".brain").exists()
+
+
+def test_the_nearest_folder_with_brain_toml_is_the_root_even_inside_a_bigger_repo(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    notes = (repo / "notes").resolve()
+    write(repo, {
+        "code.md": "# Code\n\nNot a note: it lies outside the notes folder.\n",
+        "notes/brain.toml": "[search]\nlimit = 3\n",
+        "notes/a.md": "# Alpha\n\nThe nginx reverse proxy terminates TLS.\n",
+        "notes/deep/b.md": "# Beta\n\nBackups run at night.\n",
+    })
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "start")
+    deep = notes / "deep"
+    no_root_env = {"BRAIN_ROOT": ""}
+
+    done = run_cli("status", "--json", cwd=deep, env=no_root_env)
+    data = json.loads(done.stdout)
+    assert (data["root"], data["root_reason"]) == (str(notes), "nearest folder with brain.toml")
+    assert data["files_on_disk"] == 2  # code.md belongs to the bigger repository, not to the notes
+    text = run_cli("status", cwd=deep, env=no_root_env).stdout
+    assert f"root        {notes} (nearest folder with brain.toml)" in text
+
+    assert run_cli("index", cwd=deep, env=no_root_env).returncode == 0
+    assert (notes / ".brain" / "brain.sqlite").exists() and not (repo / ".brain").exists()
+    found = run_cli("search", "nginx proxy", "--json", cwd=deep, env=no_root_env)
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)["results"]][0] == "a.md"
+
+    (notes / "brain.toml").unlink()  # the index folder alone marks the root too
+    data = json.loads(run_cli("status", "--json", cwd=deep, env=no_root_env).stdout)
+    assert (data["root"], data["root_reason"]) == (str(notes), "nearest folder with .brain/")
+
+    elsewhere = repo / "src"
+    elsewhere.mkdir()
+    data = json.loads(run_cli("status", "--json", cwd=elsewhere, env=no_root_env).stdout)
+    assert (data["root"], data["root_reason"]) == (str(repo.resolve()), "git top-level")
+    data = json.loads(run_cli("--root", str(repo), "status", "--json", cwd=deep, env=no_root_env).stdout)
+    assert (data["root"], data["root_reason"]) == (str(repo.resolve()), "--root")
+    data = json.loads(run_cli("status", "--json", cwd=deep, env={"BRAIN_ROOT": str(repo)}).stdout)
+    assert (data["root"], data["root_reason"]) == (str(repo.resolve()), "BRAIN_ROOT")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    data = json.loads(run_cli("status", "--json", cwd=plain, env=no_root_env).stdout)
+    assert (data["root"], data["root_reason"]) == (str(plain.resolve()), "current folder")

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
-from .config import DEFAULTS, Settings, find_root, load_settings, set_value
+from .config import SETTINGS, Settings, load_settings, locate_root, set_value
 from .embeddings import Embedder
-from .errors import BrainError
+from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
-from .indexer import Indexer, ScanReport
+from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
-from .store import Store, writer_lock
+from .store import Store
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -31,7 +31,9 @@ class Brain:
     """A notes root with its settings, model and index; heavy parts load on first use."""
 
     def __init__(self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False) -> None:
-        self.root = find_root(str(root) if root is not None else None)
+        found = locate_root(str(root) if root is not None else None)
+        self.root = found.path
+        self.root_reason = found.reason  # why this folder: `brain status` tells it
         self.config = config
         self.settings: Settings = load_settings(self.root, config)
         self.embedder = Embedder(self.settings)
@@ -45,7 +47,7 @@ class Brain:
         if full:
             return self.rebuild()
         indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
-        with writer_lock(self.settings.database_path):
+        with indexer.writing():
             # HEAD read under the lock: a commit landing during the scan is caught up by its hook.
             head = gitsync.current_head(self.settings)
             report = indexer.scan()
@@ -59,9 +61,10 @@ class Brain:
         db = self.settings.database_path
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         try:
-            with writer_lock(db):
+            indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
+            with indexer.writing():
                 head = gitsync.current_head(self.settings)
-                report = Indexer(self.settings, self.embedder, show_progress=self.show_progress).rebuild()
+                report = indexer.rebuild()
                 with _open(self.settings) as store:
                     if head is not None:
                         store.record_indexed_commit(head)
@@ -75,12 +78,13 @@ class Brain:
                     })
         except BaseException as exc:
             if db.exists():
-                reason = str(exc) or type(exc).__name__
                 try:
                     with _open(self.settings) as store:
-                        store.record_rebuild({"at": started, "ok": False, "error": reason})
+                        store.record_rebuild({"at": started, "ok": False, "error": failure_words(exc)})
                 except Exception:
                     pass  # the old index is unreadable: the error itself says enough
+            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
+                raise Interrupted(interrupted_before_rebuild(db)) from None
             raise
         return report
 
@@ -89,9 +93,8 @@ class Brain:
         return gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
 
     def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
-        """Re-index just these files (gone ones leave the index)."""
-        report = Indexer(self.settings, self.embedder).reindex_paths(paths)
-        return report
+        """Re-index just these files (gone ones leave the index; a path never indexed and not on disk is an error)."""
+        return Indexer(self.settings, self.embedder).reindex_paths(paths, refuse_unknown=True)
 
     # ------------------------------------------------------------ searching
 
@@ -178,7 +181,9 @@ class Brain:
 
     def status(self, *, verify: bool = False) -> StatusReport:
         """How fresh the index is: stale, missing and orphaned files (hashing every file when `verify`), commits, rebuilds."""
-        return index_status(self.settings, self.embedder, verify=verify)
+        report = index_status(self.settings, self.embedder, verify=verify)
+        report.root_reason = self.root_reason
+        return report
 
     # ------------------------------------------------------------ keeping fresh
 
@@ -210,9 +215,10 @@ class Brain:
         return NightlyRebuild(rebuild, at=at)
 
     def config_rows(self) -> list[dict[str, Any]]:
-        """Every setting with its effective value and where it came from."""
+        """Every setting with its effective value, where it came from, and what it does."""
         return [
-            {"key": key, "value": self.settings.values[key], "origin": self.settings.origins[key]} for key in DEFAULTS
+            {"key": spec.key, "value": self.settings[spec.key], "origin": self.settings.origins[spec.key], "help": spec.help}
+            for spec in SETTINGS
         ]
 
     def config_set(self, key: str, value: str) -> Any:
@@ -236,4 +242,3 @@ class _open:
 
     def __exit__(self, *exc: object) -> None:
         self.store.close()
-

@@ -97,10 +97,10 @@ class ModelSettings:
     @classmethod
     def from_settings(cls, settings: Settings, model: str | None = None) -> ModelSettings:
         return cls(
-            model=(model if model is not None else str(settings["ask.model"])).strip(),
-            base_url=str(settings["ask.base_url"]).strip(),
-            api_key_env=str(settings["ask.api_key_env"]).strip(),
-            timeout=float(settings["ask.timeout_seconds"]),
+            model=(model if model is not None else settings["ask.model"]).strip(),
+            base_url=settings["ask.base_url"].strip(),
+            api_key_env=settings["ask.api_key_env"].strip(),
+            timeout=settings["ask.timeout_seconds"],
         )
 
     @property
@@ -273,12 +273,13 @@ def ask(
     if not question or not question.strip():
         raise BrainError("empty question; type what you want to know", usage=True)
     check_query_length(question, "question")
-    budget = int(settings["ask.budget_chars"] if budget is None else budget)
-    if budget < 200:
+    # The settings were checked when loaded; only what the caller passes is checked here.
+    if budget is not None and budget < 200:
         raise BrainError(f"budget must be at least 200 characters per file, got {budget}", usage=True)
-    max_files = int(settings["ask.max_files"] if max_files is None else max_files)
-    if max_files < 1:
+    budget = settings["ask.budget_chars"] if budget is None else budget
+    if max_files is not None and max_files < 1:
         raise BrainError(f"max files must be at least 1, got {max_files}", usage=True)
+    max_files = settings["ask.max_files"] if max_files is None else max_files
     config = ModelSettings.from_settings(settings, model)
     response = search(question, limit=max_files, **(search_options or {}))
     found, skipped = gather_sources(reader, question, response, budget)

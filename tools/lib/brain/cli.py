@@ -127,6 +127,20 @@ def operation_command(name: str, **extra: Any) -> Callable[[Callable[..., Any]],
     return decorate
 
 
+def _query_text(words: str) -> str:
+    """The query: the words given, or stdin when the only word is `-`.
+
+    `-` lets the slash command hand over what a person typed through a quoted
+    heredoc, which no shell expands; a command line would run its `$(…)`.
+    """
+    if words != "-":
+        return words
+    from .operations import MAX_QUERY_CHARS
+
+    text = sys.stdin.read(MAX_QUERY_CHARS + 2)  # one over the limit is enough for the error to say so
+    return text[:-1] if text.endswith("\n") else text
+
+
 def operation_arguments(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
     """The values click parsed, as the core API takes them (words joined, repeated flags as a list)."""
     values: dict[str, Any] = {}
@@ -147,7 +161,8 @@ def operation_arguments(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     help="A local memory for your notes: hybrid keyword + semantic search over Markdown, text and PDF, "
     "in Italian and English, kept fresh by git hooks. Run `brain index` in your notes folder, then "
-    "`brain search WORDS`.\n\n" + COMPLETION_HELP,
+    "`brain search WORDS`.\n\n" + COMPLETION_HELP
+    + "\n\n\b\nExamples:\n  brain index\n  brain search \"progetti Laravel per la clinica\"\n  brain search --help",
 )
 @click.version_option(package_name="brain-search", prog_name="brain", message="%(prog)s %(version)s")
 @_location_options
@@ -193,7 +208,7 @@ def search_command(as_json: bool, fmt: str | None, **given: Any) -> int:
     from . import render
 
     options = operation_arguments(operation("search"), given)
-    response = _brain().search(options.pop("query"), **options)
+    response = _brain().search(_query_text(options.pop("query")), **options)
     click.echo(render.search(response, "json" if as_json else (fmt or "text")))
     return EXIT_OK
 
@@ -373,7 +388,13 @@ def sync_command(hook: str | None, detach: bool, as_json: bool) -> int:
 @cli.group("hooks")
 @_location_options
 def hooks_group() -> None:
-    """Install or remove the git hooks that keep the index fresh after every commit, merge and checkout."""
+    """Install or remove the git hooks that keep the index fresh after every commit, merge and checkout.
+
+    \b
+    Examples:
+      brain hooks install
+      brain hooks uninstall
+    """
 
 
 @hooks_group.command("install")
@@ -463,7 +484,13 @@ def schedule_command(at: str, once: bool) -> int:
 @cli.group("config")
 @_location_options
 def config_group() -> None:
-    """Show or change settings (defaults, then brain.toml, then BRAIN_* environment variables)."""
+    """Show or change settings (defaults, then brain.toml, then BRAIN_* environment variables).
+
+    \b
+    Examples:
+      brain config show
+      brain config set search.limit 5
+    """
 
 
 @config_group.command("show")
@@ -504,7 +531,12 @@ def config_set(key: str, value: str) -> int:
 @cli.group("claude")
 @_location_options
 def claude_group() -> None:
-    """Claude Code integration: the /memory-search slash command."""
+    """Claude Code integration: the /memory-search slash command, written into the notes folder.
+
+    \b
+    Example:
+      brain claude install
+    """
 
 
 @claude_group.command("install")
@@ -613,9 +645,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(exc.format_message().split())
         sys.stderr.write(f"brain: {message} (see {where})\n")
         return EXIT_USAGE
-    except click.Abort:
-        sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
-        return 130
+    except click.Abort as exc:
+        return _interrupted(exc.__cause__ or exc.__context__)
     except click.ClickException as exc:
         sys.stderr.write(f"brain: {' '.join(exc.format_message().split())}\n")
         return exc.exit_code
@@ -633,9 +664,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write(f"brain: {known}\n")
         return EXIT_USAGE if known.usage else EXIT_FAILURE
-    except KeyboardInterrupt:
-        sys.stderr.write("brain: interrupted; every file finished before the interrupt stays indexed\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+
+
+def _interrupted(exc: BaseException | None) -> int:
+    """Ctrl-C: a rebuild says what is true of its index (errors.Interrupted); a scan keeps every file it finished."""
+    said = str(exc or "") or "interrupted; every file finished before the interrupt stays indexed"
+    sys.stderr.write(f"brain: {said}\n")
+    return 130
 
 
 def _stop_on_signals() -> Any:

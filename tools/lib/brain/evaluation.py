@@ -386,8 +386,8 @@ def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bo
         # most vectors: start from its cache instead of re-embedding everything.
         siblings = sorted(db_path.parent.glob("index-*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
         if siblings:
-            store = Store(db_path, tokenizer=str(collection.settings["search.fts_tokenizer"]),
-                          stemmer=str(collection.settings["search.stemmer"]))
+            store = Store(db_path, tokenizer=collection.settings["search.fts_tokenizer"],
+                          stemmer=collection.settings["search.stemmer"])
             try:
                 store.import_embedding_cache(siblings[0])
             finally:
@@ -428,8 +428,8 @@ def evaluate(
     """Index the collection (or reuse its index), run every query in every mode, score with ranx."""
     started = time.monotonic()
     settings = collection.settings
-    weight = float(settings["search.vector_weight"] if vector_weight is None else vector_weight)
-    plan = parse_modes(modes, str(settings["search.fusion"]))
+    weight = settings["search.vector_weight"] if vector_weight is None else vector_weight
+    plan = parse_modes(modes, settings["search.fusion"])
     embedder = Embedder(settings)
     index = _prepare_index(collection, embedder, show_progress)
     searcher = Searcher(settings, embedder)

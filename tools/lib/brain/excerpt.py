@@ -211,12 +211,36 @@ def _prefix(text: str, limit: int) -> tuple[str, int]:
     return text[:end], end
 
 
+_NOT_BLANK = re.compile(r"\S")
+_NOT_BLANK_BYTES = re.compile(rb"\S")
+
+
+def blank_lead(text: str | bytes, start: int = 0) -> int:
+    """Where the first line at or after `start` with more than white space begins (`start` itself when it has some).
+
+    Markdown frontmatter is blanked to empty lines (line numbers hold), so a
+    note's text can open with a screen of them: readers skip to here.
+    len(text) when only blank lines follow.
+    """
+    found = (_NOT_BLANK_BYTES if isinstance(text, bytes) else _NOT_BLANK).search(text, start)
+    if found is None:
+        return len(text)
+    newline = b"\n" if isinstance(text, bytes) else "\n"
+    return max(start, text.rfind(newline, start, found.start()) + 1)  # type: ignore[arg-type]
+
+
 def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int = HEAD_CHARS) -> Excerpt:
     """At most `budget` characters of `text` that best serve `query`: whole if it fits, else head + best window.
 
     The result's `text` joins the pieces with `[...]` and ends with
-    `[...truncated]` when the end of the source was left out.
+    `[...truncated]` when the end of the source was left out. Blank lines at
+    the start (a note's blanked frontmatter) are left out; the spans say so.
     """
+    lead = blank_lead(text)
+    if lead and lead < len(text):
+        inner = relevant_excerpt(text[lead:], query, budget, head_chars)
+        spans = tuple((a + lead, b + lead) for a, b in inner.spans)
+        return Excerpt(inner.text, spans, len(text), inner.truncated, inner.terms)
     total = len(text)
     if budget < 1:
         raise ValueError(f"budget must be at least 1 character, got {budget}")

@@ -55,6 +55,7 @@ class StatusReport:
     schema_version: int | None = None
     schema_supported: int = SCHEMA_VERSION
     hooks: list[dict[str, Any]] = field(default_factory=list)
+    root_reason: str = ""  # why this folder is the root (config.locate_root)
     seconds: float = 0.0
 
     @property
@@ -116,7 +117,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.orphaned.append(rel)
         else:  # kept by the index, but it cannot be told whether it changed
             report.unreadable.append({"path": rel, "reason": hidden})
-    max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+    max_bytes = settings.max_file_bytes
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:

@@ -37,7 +37,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport, identity_mismatch, model_identity
-from .store import Store, writer_lock
+from .store import Store
 
 # The hooks brain installs: every git command that moves HEAD or rewrites the work tree.
 HOOK_NAMES = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
@@ -306,19 +306,20 @@ def sync(settings: Settings, embedder: Embedder | None = None, *, hook: str | No
         report.reason = "another sync is waiting for the index and will include this"
         report.seconds = time.monotonic() - started
         return report
+    indexer = Indexer(settings, embedder)
     try:
-        with writer_lock(db_path):
+        with indexer.writing():
             _release(slot)
             slot = None
-            _sync_locked(settings, embedder, report)
+            _sync_locked(settings, indexer, report)
     finally:
         _release(slot)
     report.seconds = time.monotonic() - started
     return report
 
 
-def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncReport) -> None:
-    embedder = embedder or Embedder(settings)
+def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> None:
+    embedder = indexer.embedder
     db_path = settings.database_path
     top = git_top(settings.root)
     head = head_commit(top) if top is not None else None
@@ -375,7 +376,6 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
         report.action, report.reason = "scan", f"submodule {shown} moved to another commit"
 
-    indexer = Indexer(settings, embedder)
     if report.action == "scan":
         report.scan = indexer.scan()
     elif report.action == "diff":

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import BrainError
+from .excerpt import blank_lead
 from .operations import DEFAULT_GREP_LIMIT as DEFAULT_LIMIT
 from .operations import MAX_GREP_CONTEXT as MAX_CONTEXT
 from .operations import MAX_GREP_LIMIT as MAX_LIMIT
@@ -81,10 +82,14 @@ class TextRange:
     pages: list[int] = field(default_factory=list)  # PDFs: pages the range covers
     page_count: int | None = None  # PDFs: pages in the file
     stale: bool = False
+    # Bytes of blank lines skipped between the offset asked for and `offset` (a note's frontmatter).
+    blank_skipped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["end"] = self.offset + self.length
+        if not self.blank_skipped:  # only then: a range without blank lines keeps the JSON's exact shape
+            data.pop("blank_skipped")
         return data
 
 
@@ -268,10 +273,14 @@ def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | 
     start = offset
     while start > 0 and data[start] & 0xC0 == 0x80:  # inside a multi-byte character: start at the character
         start -= 1
-    end = min(total, offset + length)
+    # Blank lines where the range starts (a note's blanked frontmatter) are skipped, not
+    # returned as a screen of newlines; the range moves past them, and its offset says so.
+    skipped = blank_lead(data, start) - start
+    start += skipped
+    end = min(total, start + length)
     while end < total and data[end] & 0xC0 == 0x80:
         end -= 1
-    if end <= start:
+    if end <= start and start < total:
         end = start + 1
         while end < total and data[end] & 0xC0 == 0x80:
             end += 1
@@ -289,4 +298,5 @@ def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | 
         pages=document.pages_for_lines(start_line, end_line),
         page_count=len(document.page_starts) or None,
         stale=document.stale,
+        blank_skipped=skipped,
     )

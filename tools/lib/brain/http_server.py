@@ -37,9 +37,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
-from .errors import BrainError, user_error, without_folder
+from .errors import BrainError, PathRefused, user_error, without_folder
 from .operations import OPERATIONS, Operation, one_line_error, request_model
-from .served import Corpora, NoteNotFound, PathRefused, ServedCorpus, is_loopback
+from .served import Corpora, NoteNotFound, ServedCorpus, is_loopback
 
 TOKEN_ENV = "BRAIN_HTTP_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

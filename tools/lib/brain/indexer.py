@@ -13,7 +13,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from . import sources
 from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
-from .errors import BrainError
+from .errors import BrainError, Interrupted
 from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
@@ -87,13 +87,13 @@ KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     """What the stored index depends on; a change means rebuilding it (vectors come from the cache)."""
     return {
-        "fts_tokenizer": str(settings["search.fts_tokenizer"]),
-        "stemmer": str(settings["search.stemmer"]),
+        "fts_tokenizer": settings["search.fts_tokenizer"],
+        "stemmer": settings["search.stemmer"],
         "keyword_fields": KEYWORD_FIELDS,
         "model": embedder.identity,
         "dimension": str(embedder.dimension),
         "chunking": chunking_identity(
-            int(settings["chunking.chunk_chars"]), int(settings["chunking.overlap_chars"]), embedder.max_tokens
+            settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
     }
 
@@ -143,14 +143,125 @@ def _retry(exc: BaseException) -> str:
     return "run `brain index --full` again"
 
 
-def _progress(total: int, label: str, enabled: bool) -> Any:
-    if not enabled or total == 0:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=label, unit="file", file=sys.stderr, leave=False)
+def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
+    """What is true after Ctrl-C stopped a rebuild: whether the new index made it in, else that the old one stands."""
+    swapped = False
+    if db_path.exists():
+        with contextlib.suppress(Exception):  # unreadable now: it was not swapped in by this rebuild
+            live = Store(db_path, create=False, readonly=True)
+            try:
+                swapped = live.get_meta("last_rebuild") == stamp
+            finally:
+                live.close()
+    if swapped:
+        return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
+    if not had_index:
+        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
+    return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
+            "as it was and is still served; run `brain index --full` again to rebuild")
+
+
+def interrupted_before_rebuild(db_path: Path) -> str:
+    """What is true after Ctrl-C stopped a rebuild before it began writing (discovery, waiting for the lock)."""
+    return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
+
+
+# Before a file is read, its work is guessed from its size: a chunk per chunk_chars −
+# overlap_chars bytes of a note (the step between chunks), a page per PDF_BYTES_PER_PAGE of a
+# PDF, each page read and then about PDF_CHUNKS_PER_PAGE chunks. Rough guesses: each is
+# replaced by the real count once its file is read, so the total is exact by the end.
+PDF_BYTES_PER_PAGE = 50_000
+PDF_CHUNKS_PER_PAGE = 2
+
+
+class _Progress:
+    """The indexing bar on a terminal (stderr). It counts work, not files: chunks embedded
+    and PDF pages read, since one long PDF can take longer than a hundred short notes.
+    Not shown (every method does nothing) when not asked for, or without tqdm."""
+
+    def __init__(self, files: Sequence[sources.SourceFile], step: int, *, enabled: bool) -> None:
+        self.bar: Any = None
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self.step = max(1, step)
+        self.guesses = {source.rel: self._guess(source) for source in files}
+        self.files, self.files_done = len(files), 0
+        # Left on screen when done, above the scan report.
+        self.bar = tqdm(total=sum(self.guesses.values()), desc="indexing", unit="chunk", file=sys.stderr, leave=True,
+                        dynamic_ncols=True)
+        self._show_files()
+
+    @property
+    def shown(self) -> bool:
+        return self.bar is not None
+
+    def _guess(self, source: sources.SourceFile) -> int:
+        if source.path.name.lower().endswith(".pdf"):
+            pages = max(1, source.size // PDF_BYTES_PER_PAGE)
+            return pages * (1 + PDF_CHUNKS_PER_PAGE)
+        return max(1, -(-source.size // self.step))  # rounded up: a short note is still one chunk
+
+    def _show_files(self) -> None:
+        self.bar.set_postfix_str(f"{self.files_done}/{self.files} files read", refresh=False)
+
+    def loading(self, embedder: Embedder) -> None:
+        """Load the model under a label that says so (it takes seconds; torch tens), then start the clock."""
+        if self.bar is None or embedder.loaded:
+            return
+        self.bar.set_description("loading the embedding model…")
+        embedder.load(expected_texts=self.bar.total)
+        self.bar.set_description("indexing", refresh=False)
+        done = self.bar.n
+        self.bar.reset(total=self.bar.total)  # the rate and time left count from here, not from the loading
+        self.bar.update(done)
+        self._show_files()
+
+    def read(self, rel: str, chunks: int, pages: int) -> None:
+        """A file was read: its guess becomes its real work, and its pages are done."""
+        if self.bar is None:
+            return
+        self._retotal(self.guesses.pop(rel, 0), chunks + pages)
+        self.files_done += 1
+        self._show_files()
+        if pages:
+            self.bar.update(pages)
+        else:
+            self.bar.refresh()
+
+    def skip(self, rel: str) -> None:
+        """A file needs no embedding after all (same content, moved, failed): its guess leaves the total."""
+        if self.bar is None or rel not in self.guesses:
+            return
+        self._retotal(self.guesses.pop(rel), 0)
+        self.files_done += 1
+        self._show_files()
+        self.bar.refresh()
+
+    def _retotal(self, guess: int, real: int) -> None:
+        self.bar.total = max(self.bar.n, self.bar.total - guess + real)
+
+    def update(self, done: int) -> None:
+        """`done` more chunks are embedded (or needed no embedding)."""
+        if self.bar is not None and done:
+            self.bar.update(done)
+
+    def close(self, finished: bool) -> None:
+        """Leave the bar on screen: complete when `finished`, else where it stopped."""
+        if self.bar is None:
+            return
+        if finished:
+            self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
+        self.bar.set_description("indexed" if finished else "stopped", refresh=False)
+        self.bar.close()
+
+
+def _never_indexed(raw: str) -> BrainError:
+    return BrainError(f"{raw}: no such file, and it was never indexed; check the path "
+                      "(relative paths start at the current folder)", usage=True)
 
 
 class Indexer:
@@ -160,19 +271,33 @@ class Indexer:
         self.settings = settings
         self.embedder = embedder or Embedder(settings)
         self.show_progress = show_progress
-        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
-        self.tokenizer = str(settings["search.fts_tokenizer"])
-        self.stemmer = str(settings["search.stemmer"])
+        self.max_bytes = settings.max_file_bytes
+        self.tokenizer = settings["search.fts_tokenizer"]
+        self.stemmer = settings["search.stemmer"]
         self._ignore_rules: sources.IgnoreRules | None = None
 
     # ------------------------------------------------------------ public
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the one writer lock of this database for a whole unit of work (re-entrant in this thread).
+
+        The indexer is the one layer that takes the lock (store.writer_lock is only
+        its mechanism): it is the room that writes the index, and every writer
+        (CLI, hook, watcher, scheduler) writes through it. `scan`, `rebuild` and
+        `reindex_paths` take it themselves; a caller that must read something in
+        the same unit as the write (git's HEAD before a scan, the last indexed
+        commit before a sync) wraps both in this instead of taking the lock itself.
+        """
+        with writer_lock(self.settings.database_path):
+            yield
 
     def scan(self) -> ScanReport:
         """Index every file under the roots; remove what is gone or now ignored; detect moves."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        with self.writing():
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
@@ -190,14 +315,18 @@ class Indexer:
         """Build a complete new database beside the old one and swap it in atomically."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)
-        with writer_lock(self.settings.database_path):
+        with self.writing():
             return self._rebuild_locked(discovery, started)
 
-    def reindex_paths(self, paths: Sequence[str | Path]) -> ScanReport:
+    def reindex_paths(self, paths: Sequence[str | Path], *, refuse_unknown: bool = False) -> ScanReport:
         """Re-index the named files only; a path gone from disk leaves the index.
 
         Naming both ends of a rename (the old path gone, the new one present with
         the same content) moves the file's row: nothing is re-embedded.
+        `refuse_unknown`: a path neither on disk nor in the index is an error
+        (a person's typo must not be a silent nothing) and nothing is written;
+        hooks and the watcher leave it off, as a file made and deleted between
+        two looks is normal there.
         """
         started = time.monotonic()
         if not paths:
@@ -207,6 +336,7 @@ class Indexer:
         gone: list[str] = []
         seen: set[str] = set()
         refused: set[str] = set()
+        given: dict[str, str] = {}  # a gone path → as it was typed, for the error
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
@@ -222,18 +352,25 @@ class Indexer:
             seen.add(found.rel)
             if found.size < 0:
                 gone.append(found.rel)
+                given[found.rel] = str(raw)
             else:
                 picked.append(found)
         db_path = self.settings.database_path
-        with writer_lock(db_path):
+        if refuse_unknown and gone and not db_path.exists():
+            raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
+        with self.writing():
+            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
+                existing = store.all_files()
+                unknown = [p for p in gone if p not in existing] if refuse_unknown else []
+                if unknown:
+                    raise _never_indexed(given[unknown[0]])
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
                 if mismatch is not None:
                     raise BrainError(f"{mismatch}; run `brain index` to rebuild the index first")
                 store.set_meta(wanted)
-                existing = store.all_files()
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
                 self._index_files(store, picked, existing, report, gone_rows)
@@ -269,6 +406,8 @@ class Indexer:
         db_path = self.settings.database_path
         fresh_path = rebuild_path(db_path)
         remove_rebuild_files(db_path)
+        had_index = db_path.exists()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         try:
             # The new file takes the live one's page size: the final copy needs equal sizes.
             page_size = self._live_page_size(db_path)
@@ -278,7 +417,7 @@ class Indexer:
                     # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
                     fresh.import_embedding_cache(db_path)
                 report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                fresh.set_meta({"last_rebuild": stamp})
                 fresh.checkpoint()
             finally:
                 fresh.close()
@@ -289,6 +428,9 @@ class Indexer:
                 f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
                 f"partial new one removed; {_retry(exc)}"
             ) from None
+        except KeyboardInterrupt:
+            remove_rebuild_files(db_path)  # at once: a partial rebuild is of no use to anyone
+            raise Interrupted(_interrupted_rebuild(db_path, had_index, stamp)) from None
         except BaseException:
             # Left behind, a partial rebuild would keep a full disk full until the next one.
             remove_rebuild_files(db_path)
@@ -383,29 +525,33 @@ class Indexer:
         gone_by_hash: dict[str, str] = {}
         for path, row in (gone or {}).items():
             gone_by_hash.setdefault(row.hash, path)
-        bar = _progress(len(files), "indexing", self.show_progress)
+        unchanged = {s.rel for s in files if (row := existing.get(s.rel)) is not None
+                     and row.size == s.size and row.mtime_ns == s.mtime_ns}
+        progress = self._progress([s for s in files if s.rel not in unchanged])
         group: list[_Pending] = []
         group_chunks = 0
+        finished = False
         try:
             for source in files:
-                if bar is not None:
-                    bar.update(1)
-                row = existing.get(source.rel)
-                if row is not None and row.size == source.size and row.mtime_ns == source.mtime_ns:
+                if source.rel in unchanged:
                     report.unchanged += 1
                     continue
+                row = existing.get(source.rel)
                 try:
                     data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
                 except sources.ExtractionError as exc:
                     report.failed.append({"path": source.rel, "reason": str(exc)})
+                    progress.skip(source.rel)
                     continue
                 except FileNotFoundError:
                     report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
+                    progress.skip(source.rel)
                     continue
                 digest = sources.content_hash(data)
                 if row is not None and row.hash == digest:
                     store.touch_file(source.rel, source.size, source.mtime_ns)
                     report.unchanged += 1
+                    progress.skip(source.rel)
                     continue
                 if row is None and digest in gone_by_hash:
                     old = gone_by_hash.pop(digest)
@@ -414,19 +560,28 @@ class Indexer:
                     assert gone is not None
                     gone.pop(old, None)
                     report.moved.append({"from": old, "to": source.rel})
+                    progress.skip(source.rel)
                     continue
+                progress.loading(self.embedder)  # before the first file is chunked: chunking needs the tokenizer
                 pending = self._prepare(source, digest, data, report)
                 if pending is None:
+                    progress.skip(source.rel)
                     continue
+                progress.read(source.rel, len(pending.chunks), len(pending.extracted.page_starts))
                 group.append(pending)
                 group_chunks += len(pending.chunks)
                 if group_chunks >= EMBED_GROUP_CHUNKS:
-                    self._write_group(store, group, existing, report)
+                    self._write_group(store, group, existing, report, progress)
                     group, group_chunks = [], 0
-            self._write_group(store, group, existing, report)
+            self._write_group(store, group, existing, report, progress)
+            finished = True
         finally:
-            if bar is not None:
-                bar.close()
+            progress.close(finished)
+
+    def _progress(self, to_read: Sequence[sources.SourceFile]) -> _Progress:
+        """The progress bar for reading and embedding these files: shown when asked for and there is work."""
+        step = int(self.settings["chunking.chunk_chars"]) - int(self.settings["chunking.overlap_chars"])
+        return _Progress(to_read, step, enabled=self.show_progress and bool(to_read))
 
     @staticmethod
     def _moved_title(source: sources.SourceFile, data: bytes) -> str | None:
@@ -455,17 +610,20 @@ class Indexer:
             count_tokens=self.embedder.count_tokens,
             token_starts=self.embedder.token_starts,
             max_tokens=self.embedder.max_tokens,
-            chunk_chars=int(self.settings["chunking.chunk_chars"]),
-            overlap_chars=int(self.settings["chunking.overlap_chars"]),
+            chunk_chars=self.settings["chunking.chunk_chars"],
+            overlap_chars=self.settings["chunking.overlap_chars"],
             markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
             title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
         )
 
-    def _write_group(self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport) -> None:
+    def _write_group(
+        self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport, progress: _Progress
+    ) -> None:
         if not group:
             return
         texts = [c.embed_text for p in group for c in p.chunks if c.embed_text]
-        vectors, hits = self.embedder.encode_cached(texts, store)
+        progress.update(sum(len(p.chunks) for p in group) - len(texts))  # chunks of only code: nothing to embed
+        vectors, hits = self.embedder.encode_cached(texts, store, progress.update if progress.shown else None)
         report.cache_hits += hits
         report.chunks_embedded += len(texts) - hits
         position = 0

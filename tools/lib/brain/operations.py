@@ -111,6 +111,7 @@ OPERATIONS: tuple[Operation, ...] = (
             'brain search "progetti Laravel per la clinica"',
             'brain search "nginx SSL certificate" --mode bm25 -k 5',
             'brain search "decisioni sul database" --path-prefix decisions/ --where status!=archived --json',
+            "brain search - < question.txt          # the query from stdin",
         ),
         mcp_tool="memory_search",
         http=("POST", "/search"),
@@ -150,7 +151,9 @@ OPERATIONS: tuple[Operation, ...] = (
         description=(
             "The note's extracted text as it is on disk now (PDFs: their text, with page numbers), from byte "
             "`offset` for `length` bytes, with the line range, the total size and whether more follows. "
-            "Offsets are UTF-8 bytes, as grep reports them. Only indexed notes inside the notes folder can be read."
+            "Offsets are UTF-8 bytes, as grep reports them; blank lines where the range starts (a note's "
+            "frontmatter) are skipped, and the offset returned says where the text begins. Only indexed notes "
+            "inside the notes folder can be read."
         ),
         params=(
             Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
-from .search import SearchResponse
+from .search import WEAK_COSINE, SearchResponse
 from .texts import page_ranges
 
 if TYPE_CHECKING:
@@ -102,6 +102,9 @@ def search(response: SearchResponse, fmt: str) -> str:
         out = [f"Search: {response.query}  ({response.mode}, {len(response.results)} results)"]
     if response.also_searched:
         out.append(f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}")
+    if response.weak:
+        note = f"no keyword matched; closest by meaning (none is close: best cosine under {WEAK_COSINE})"
+        out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
@@ -161,6 +164,8 @@ def range_header(part: TextRange) -> str:
     if part.page_count:
         where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
     stale = " [changed on disk since indexed]" if part.stale else ""
+    if part.blank_skipped:
+        where += f"; {part.blank_skipped} bytes of blank lines before it skipped"
     return f"{shown(part.path)}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
 
 
@@ -207,7 +212,8 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
     lines = [f"# settings file: {config_path if config_path and config_path.exists() else 'none (defaults)'}"]
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        lines.append(f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})")
+        line = f"{row['key']:<{width}}  {json.dumps(row['value'], ensure_ascii=False):<32}  ({row['origin']})"
+        lines.append(f"{line}  # {row['help']}" if row.get("help") else line)
     return "\n".join(lines)
 
 
@@ -271,7 +277,7 @@ def status_text(report: Any) -> str:
         verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
         verdict,
-        f"root        {report.root}",
+        f"root        {report.root}" + (f" ({report.root_reason})" if getattr(report, "root_reason", "") else ""),
         f"database    {report.database}",
         f"files       {report.files_on_disk} on disk, {report.files_indexed} indexed",
         f"stale       {len(report.stale)}  (changed on disk since indexed)",
@@ -307,7 +313,10 @@ def status_text(report: Any) -> str:
             counts = ", ".join(f"{n} {k}" for k, n in (rebuild.get("counts") or {}).items() if n)
             lines.append(f"rebuilt     {rebuild.get('at')}: ok ({counts}) in {rebuild.get('seconds')}s")
         else:
-            lines.append(f"rebuilt     {rebuild.get('at')}: FAILED: {rebuild.get('error')}")
+            error = rebuild.get("error")
+            if error == "KeyboardInterrupt":  # recorded so by earlier versions
+                error = "interrupted (Ctrl-C)"
+            lines.append(f"rebuilt     {rebuild.get('at')}: FAILED: {error}")
     else:
         lines.append("rebuilt     never")
     model = report.model or "none"

@@ -20,16 +20,33 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
-from . import spelling
-from .excerpt import fold
+from . import sources, spelling
+from .excerpt import fold, relevant_excerpt
 from .operations import MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store
-from .texts import FileGone, TextReader, TextUnavailable, add_excerpts
+from .texts import FileGone, TextReader, TextUnavailable
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
+# A changed file's best-matching lines are looked for in windows of this size: a few
+# previews' worth, so the preview can start at the line that holds a query word.
+PREVIEW_WINDOW_CHARS = 4 * PREVIEW_CHARS
+EMPTY_PREVIEW = "(no text now)"  # a changed file that is now empty or only frontmatter
+# Below this best cosine, with no query word in any note, nothing is close in meaning
+# either: the results are only the least unrelated notes, and say so ("weak"). The
+# bundled e5 model's cosines are compressed, so the line is narrow. Measured on
+# examples/brain (20 chunks): 17 of 18 nonsense queries ("zzkx vrrp flonk", "bitcoin
+# mining rig", "gattini che ballano il tango") had a best cosine of 0.783-0.831 (the
+# 18th, "lorem ipsum dolor", 0.859); queries that match a note's words scored
+# 0.826-0.923; queries with a real answer but no word in common (another language:
+# "grandmother's dessert", "payment failure") 0.806-0.860, half of them under 0.84.
+# Those get the note too, which stays true (no keyword matched); a confident-looking
+# list for nonsense was the worse mistake. The scale is the bundled model's: with a
+# sentence-transformers model whose cosines run lower (all-MiniLM-L6-v2), nearly every
+# query that shares no word with the notes gets the note.
+WEAK_COSINE = 0.84
 
 
 @dataclass
@@ -76,6 +93,9 @@ class SearchResponse:
     also_searched: list[str] = field(default_factory=list)
     corrections: list[dict[str, Any]] = field(default_factory=list)  # per typed word: {"word", "searched": [...]}
     explained: bool = False  # asked with `explain`: the JSON carries how each score was made
+    # No word of the query is in any note and no chunk is close in meaning (best cosine
+    # under WEAK_COSINE): the results are only the closest there is.
+    weak: bool = False
 
     def to_dict(self, explain: bool | None = None) -> dict[str, Any]:
         explain = self.explained if explain is None else explain
@@ -92,6 +112,9 @@ class SearchResponse:
         if self.also_searched:  # only then: a query without typos keeps the JSON's exact shape
             data["also_searched"] = self.also_searched
             data["corrections"] = self.corrections
+        if self.weak:  # only then, like also_searched
+            data["weak"] = True
+            data["keyword_matched"] = False
         return data
 
 
@@ -225,6 +248,28 @@ def _make_preview(text: str, terms: list[str]) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
 
 
+def current_lines(text: str, start_line: int, end_line: int, query: str) -> tuple[str, int, int]:
+    """Lines start_line..end_line of a changed file's text now, and their numbers.
+
+    When the file got shorter (or those lines are blank now) the indexed range
+    shows nothing: the lines of the current text that best match the query are
+    given instead, with their own numbers.
+    """
+    lines = text.split("\n")
+    part = "\n".join(lines[start_line - 1 : end_line])
+    if part.strip() or not text.strip():
+        return part, start_line, end_line
+    cut = relevant_excerpt(text, query, budget=PREVIEW_WINDOW_CHARS, head_chars=0)
+    begin, end = cut.spans[-1]
+    first = text.count("\n", 0, begin) + 1
+    last = first + text.count("\n", begin, max(begin, end - 1))
+    while first < last and not lines[first - 1].strip():
+        first += 1
+    while last > first and not lines[last - 1].strip():
+        last -= 1
+    return "\n".join(lines[first - 1 : last]), first, last
+
+
 def _porter_form(word: str, porter: bool) -> str:
     """`word` as a porter tokenizer stores it (itself without porter)."""
     return spelling.index_forms(word, ("none",), porter)[0] if porter else word
@@ -256,7 +301,7 @@ class Candidates:
     ids: list[int] = field(default_factory=list)
     keyword: dict[int, float] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
-    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid mode)
+    coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid and vector modes)
 
 
 class Fused(NamedTuple):
@@ -332,6 +377,18 @@ def effective_weight(candidates: Candidates, vector_weight: float, ratio: float)
     # in the other language than the notes shares almost none, so the vector half takes
     # the weight of the words that matched nothing.
     return 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
+
+
+def is_weak(candidates: Candidates) -> bool:
+    """True when no query word is in any note and the best cosine is under WEAK_COSINE.
+
+    Only the query's own words count: a typo correction is a guess, and "world"
+    searched as "would" does not make a query about football relevant.
+    """
+    if not candidates.use_vector:
+        return False  # keyword mode only returns notes holding a query word (or a correction)
+    best = max(candidates.cosine.values(), default=0.0)
+    return candidates.coverage == 0 and best < WEAK_COSINE
 
 
 def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float) -> dict[int, Fused]:
@@ -490,24 +547,26 @@ class Searcher:
         many characters) of its file as it is now, and `content_len`.
         """
         started = time.monotonic()
-        mode = mode or str(self.settings["search.mode"])
-        if mode not in SEARCH_MODES:
+        # The settings were checked when loaded; only what the caller passes is checked here.
+        if mode and mode not in SEARCH_MODES:
             raise BrainError(f"unknown mode {mode!r}; use one of hybrid, bm25, vector", usage=True)
-        limit = int(self.settings["search.limit"] if limit is None else limit)
-        if limit < 1:
+        mode = mode or self.settings["search.mode"]
+        if limit is not None and limit < 1:
             raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
-        weight = float(self.settings["search.vector_weight"] if vector_weight is None else vector_weight)
+        limit = self.settings["search.limit"] if limit is None else limit
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
+        weight = self.settings["search.vector_weight"] if vector_weight is None else vector_weight
         asked_weight = weight
-        if not 0.0 <= weight <= 1.0:
-            raise BrainError(f"vector weight must be between 0 and 1, got {weight}", usage=True)
-        method = str(self.settings["search.fusion"] if fusion is None else fusion)
-        if method not in FUSION_METHODS:
-            raise BrainError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        if fusion is not None and fusion not in FUSION_METHODS:
+            raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        method = self.settings["search.fusion"] if fusion is None else fusion
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
         check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+        path_prefix = sources.path_filter(path_prefix, "path_prefix")
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
@@ -520,9 +579,9 @@ class Searcher:
         allowed = self._allowed_files(path_prefix, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
-        pool = max(int(self.settings["search.candidates"]), limit)
+        pool = max(self.settings["search.candidates"], limit)
         candidates = self._candidates(query, match, mode, pool, allowed, also)
-        weight = effective_weight(candidates, weight, float(self.settings["search.spread_ratio"])) if mode == "hybrid" else weight
+        weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
         scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
@@ -549,19 +608,18 @@ class Searcher:
                 continue
             seen_files.add(row.file_id)
             stale, current_text = fresh
-            text = row.text
+            text, start_line, end_line = row.text, row.start_line, row.end_line
             if stale and current_text is not None:
-                lines = current_text.split("\n")
-                text = "\n".join(lines[row.start_line - 1 : row.end_line])
+                text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
             part = fused[cid]
             hit = SearchHit(
                 path=file_row.path,
                 score=round(part.score, 4),
                 vector_score=None if part.vector is None else round(part.vector, 4),
                 keyword_score=None if part.keyword is None else round(part.keyword, 4),
-                start_line=row.start_line,
-                end_line=row.end_line,
-                preview=_make_preview(text, terms),
+                start_line=start_line,
+                end_line=end_line,
+                preview=_make_preview(text, terms) or EMPTY_PREVIEW,
                 stale=stale,
                 heading_path=row.heading_path,
                 pages=row.pages,
@@ -577,9 +635,10 @@ class Searcher:
             self._explain_fields(hits, searched_forms)
         response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
                                   also_searched=[w for c in corrections for w in c.shown],
-                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections])
+                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
+                                  weak=bool(hits) and is_weak(candidates))
         if excerpt_chars is not None:
-            add_excerpts(reader, response, int(excerpt_chars))
+            _add_excerpts(reader, response, excerpt_chars)
         response.seconds = time.monotonic() - started
         return response
 
@@ -685,8 +744,9 @@ class Searcher:
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
-        if use_keyword and use_vector:
+        if use_vector:
             # Per query word: a word is found when any of its forms (one per stemmer) is.
+            # (Vector mode too: it decides whether the results are weak.)
             words = [" OR ".join(group) for group in word_terms(query, query_stemmers(store.query_languages()))]
             found.coverage = store.terms_found(words) / len(words) if words else 0.0
         if use_keyword:
@@ -761,7 +821,7 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = (path_prefix or "").replace("\\", "/").strip()
+        prefix = path_prefix or ""  # already checked and unified by sources.path_filter
         while prefix.startswith("./"):
             prefix = prefix[2:]
         allowed: set[int] = set()
@@ -786,3 +846,23 @@ class Searcher:
         except TextUnavailable:
             return True, None
         return (False, None) if current is None else (True, current.text)
+
+
+def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
+    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it is now, and its length."""
+    response.excerpt_chars = chars
+    done: dict[str, tuple[str, int] | None] = {}
+    for hit in response.results:
+        if hit.path not in done:
+            row = reader.store.get_file(hit.path)
+            try:
+                document = reader.read(row) if row is not None else None
+            except TextUnavailable:
+                document = None
+            done[hit.path] = None if document is None else (
+                relevant_excerpt(document.text, response.query, chars).text,
+                len(document.text),
+            )
+        found = done[hit.path]
+        if found is not None:
+            hit.excerpt, hit.content_len = found

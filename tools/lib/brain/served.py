@@ -20,18 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import BrainError
+from .errors import BrainError, PathRefused
 
 CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 DEFAULT_CORPUS = "default"
-
-
-class PathRefused(BrainError):
-    """A client-supplied path that would leave the notes folder (or names something not a note)."""
-
-    def __init__(self, message: str, *, field: str = "path") -> None:
-        super().__init__(message, usage=True)
-        self.field = field  # the request input it came from, for HTTP's error body
 
 
 class NoteNotFound(BrainError):
@@ -79,26 +71,6 @@ def _as_dict(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
-MAX_NAME_BYTES = 255  # one file or folder name, as POSIX file systems allow
-MAX_PATH_BYTES = 4000  # a whole path (PATH_MAX is 4096 on Linux)
-
-
-def _check_path_text(text: str, field: str) -> None:
-    """Refuse, before any file system call, a path the file system would choke on (a traceback and a 500 before)."""
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise PathRefused(f"path {ascii(text[:60])} is not valid Unicode (it has a lone surrogate); send UTF-8 text",
-                          field=field) from None
-    shown = ascii(text[:60]) + ("…" if len(text) > 60 else "")
-    if len(encoded) > MAX_PATH_BYTES:
-        raise PathRefused(f"path {shown} is {len(encoded):,} bytes, over the {MAX_PATH_BYTES:,}-byte limit; "
-                          "give a note's path as search prints it", field=field)
-    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in text.replace("\\", "/").split("/")):
-        raise PathRefused(f"path {shown} has a name over {MAX_NAME_BYTES} bytes, longer than any file can have; "
-                          "give a note's path as search prints it", field=field)
-
-
 def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
 
@@ -113,7 +85,7 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused("path is empty; give a note's path relative to the notes folder", field=field)
     if "\x00" in text:
         raise PathRefused("path contains a NUL byte", field=field)
-    _check_path_text(text, field)
+    sources.check_path_text(text, field)
     unified = text.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
         raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
@@ -153,20 +125,11 @@ def _not_indexed_is_not_found(field: str) -> Iterator[None]:
         raise NoteNotFound(str(exc), field=field) from None
 
 
-def path_prefix(raw: str | None, field: str = "path") -> str | None:
-    """The search `path` filter: relative, without `..` (it only narrows results, but a climb out is refused plainly)."""
-    if raw is None or not raw.strip():
-        return None
-    _check_path_text(raw.strip(), field)
-    unified = raw.strip().replace("\\", "/")
-    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
-        raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)
-    return unified
-
-
 def _note_or_folder(settings: Any, raw: str) -> str:
     """grep's `path`: a folder inside the notes folder (its indexed notes), else a note, checked as note_path does."""
-    folder = path_prefix(raw)
+    from . import sources
+
+    folder = sources.path_filter(raw)
     if folder is not None:
         candidate = Path(settings.root).resolve() / folder
         if candidate.is_dir() and Path(os.path.realpath(candidate)).is_relative_to(Path(settings.root).resolve()):
@@ -221,8 +184,6 @@ class ServedCorpus:
         elif name == "grep" and params.get("path") is not None and params["path"].strip():
             params["path"] = _note_or_folder(settings, params["path"])
             field_name = "path"
-        elif name == "search":
-            params["path_prefix"] = path_prefix(params.get("path_prefix"), "path_prefix")
         with self._lock, _not_indexed_is_not_found(field_name or "path"):
             return _as_dict(getattr(self.brain, op.method)(**params))
 

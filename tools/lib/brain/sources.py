@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .config import Settings
-from .errors import BrainError
+from .errors import BrainError, PathRefused
 
 IGNORE_FILES = (".gitignore", ".brainignore")
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
@@ -137,7 +137,7 @@ class IgnoreRules:
         self.git_top = find_git_dir(settings.root)
         self._levels: dict[Path, list[_IgnoreLevel]] = {}
         self.base_levels: list[_IgnoreLevel] = []
-        config_patterns = list(settings["ignore"])
+        config_patterns = settings["ignore"]
         if config_patterns:
             origin = settings.origins.get("ignore", "config")
             self.base_levels.append(_IgnoreLevel(settings.root, _compile(config_patterns, f"{origin} ignore")))
@@ -260,6 +260,42 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
                 found.refused.append((relative_name(settings, path), not_regular_reason(info.st_mode)))
             continue
         yield SourceFile(path=path, rel=relative_name(settings, path), size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+MAX_NAME_BYTES = 255  # one file or folder name, as POSIX file systems allow
+MAX_PATH_BYTES = 4000  # a whole path (PATH_MAX is 4096 on Linux)
+
+
+def check_path_text(text: str, field: str = "path") -> None:
+    """Refuse, before any file system call, a path the file system would choke on (PathRefused naming `field`)."""
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRefused(f"path {ascii(text[:60])} is not valid Unicode (it has a lone surrogate); send UTF-8 text",
+                          field=field) from None
+    shown = ascii(text[:60]) + ("…" if len(text) > 60 else "")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefused(f"path {shown} is {len(encoded):,} bytes, over the {MAX_PATH_BYTES:,}-byte limit; "
+                          "give a note's path as search prints it", field=field)
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in text.replace("\\", "/").split("/")):
+        raise PathRefused(f"path {shown} has a name over {MAX_NAME_BYTES} bytes, longer than any file can have; "
+                          "give a note's path as search prints it", field=field)
+
+
+def path_filter(raw: str | None, field: str = "path") -> str | None:
+    """A search's path filter, checked: relative to the notes folder with forward slashes, or None for no filter.
+
+    It only narrows results, but a filter outside the notes folder (absolute, a
+    drive, or climbing out with `..`) can never match, so it is refused plainly
+    rather than answered with silence. Every door gets this check from the core.
+    """
+    if raw is None or not raw.strip():
+        return None
+    check_path_text(raw.strip(), field)
+    unified = raw.strip().replace("\\", "/")
+    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
+        raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)
+    return unified
 
 
 def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
@@ -799,7 +835,6 @@ def _extract_pdf(data: bytes) -> ExtractedText:
     import time
 
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
@@ -839,9 +874,7 @@ def _extract_pdf(data: bytes) -> ExtractedText:
         ) from None
     except ExtractionError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
-        raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
-    except Exception as exc:  # pypdf raises a wide range on damaged files
+    except Exception as exc:  # pypdf raises a wide range on damaged files (PdfReadError, ValueError, KeyError…)
         raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not any(p.strip() for p in pages):
         raise ExtractionError("PDF has no extractable text (scanned images?); run OCR on it first")

@@ -15,17 +15,12 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import sources
 from .config import Settings
 from .errors import BrainError
-from .excerpt import relevant_excerpt
-from .operations import MIN_EXCERPT_CHARS
 from .store import FileRow, Store
 
-if TYPE_CHECKING:
-    from .search import SearchResponse
 
 
 
@@ -66,7 +61,7 @@ class TextReader:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
-        self.max_bytes = int(float(settings["max_file_mb"]) * 1_000_000)
+        self.max_bytes = settings.max_file_bytes
         self._rules: sources.IgnoreRules | None = None  # built when a symlink first needs checking
 
     def _get_rules(self) -> sources.IgnoreRules:
@@ -237,25 +232,3 @@ def _inside(root: Path, path: Path) -> str | None:
         except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
             return None
     return None if rel in ("", ".") else rel
-
-
-def add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
-    """Give every hit the relevant excerpt (about `chars` characters) of its file as it is now, and its length."""
-    if chars < MIN_EXCERPT_CHARS:
-        raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {chars}", usage=True)
-    response.excerpt_chars = chars
-    done: dict[str, tuple[str, int] | None] = {}
-    for hit in response.results:
-        if hit.path not in done:
-            row = reader.store.get_file(hit.path)
-            try:
-                document = reader.read(row) if row is not None else None
-            except TextUnavailable:
-                document = None
-            done[hit.path] = None if document is None else (
-                relevant_excerpt(document.text, response.query, chars).text,
-                len(document.text),
-            )
-        found = done[hit.path]
-        if found is not None:
-            hit.excerpt, hit.content_len = found

@@ -1,0 +1,80 @@
+"""The indexing progress bar: on a terminal only (stderr), counting chunks and PDF pages, never on stdout."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+from conftest import PROJECT, run_cli, write
+
+
+def two_page_pdf() -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out, pagesize=A4)
+    for number in (1, 2):
+        pdf.drawString(50, 800, f"Page {number} of the boiler manual: bleed the radiators every autumn.")
+        pdf.showPage()
+    pdf.save()
+    return out.getvalue()
+
+
+def index_on_a_terminal(root: Path) -> tuple[str, str, int]:
+    """`brain index` with stderr on a real pseudo-terminal (100 columns) and stdout on a pipe: (terminal, stdout, exit)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
+    process = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index"],
+                               stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        seen += data
+    os.close(master)
+    assert process.stdout is not None
+    out = process.stdout.read().decode()
+    return seen.decode(), out, process.wait(timeout=300)
+
+
+def test_the_bar_counts_chunks_and_pdf_pages_says_when_the_model_loads_and_stays(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, {
+        "a.md": "# Boiler\n\nThe boiler pressure should read 1.5 bar when cold.\n",
+        "b.md": "# Radiators\n\nBleed them in October, starting upstairs.\n",
+        "manual.pdf": two_page_pdf(),
+    })
+    terminal, out, code = index_on_a_terminal(root)
+    assert code == 0, terminal
+    screens = terminal.replace("\r\n", "\n").replace("\r", "\n").splitlines()
+    assert any(line.startswith("loading the embedding model…") for line in screens), terminal
+    embedded = int(re.search(r"\((\d+) chunks embedded", out).group(1))
+    final = [line for line in screens if line.startswith("indexed:")]
+    assert final, terminal  # the bar stays on screen when done
+    # Work, not files: every chunk embedded plus the PDF's two pages, with the files read beside it.
+    assert f"| {embedded + 2}/{embedded + 2} [" in final[-1] and "chunk/s" in final[-1], final[-1]
+    assert "3/3 files read" in final[-1]
+    # stdout holds the scan report alone.
+    assert out.startswith("indexed: 3 added") and "\r" not in out and "%|" not in out
+
+
+def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    write(tmp_path / "notes", {"a.md": "# Boiler\n\nThe boiler pressure should read 1.5 bar when cold.\n"})
+    result = run_cli("--root", str(tmp_path / "notes"), "index")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "" and result.stdout.startswith("indexed: 1 added")
