@@ -238,13 +238,16 @@ COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share 
 # names that note, and the vector half, which reads the query as a topic, can only pull
 # notes that merely talk about it above it. The vector weight is scaled by
 # 1 − share^FIELD_MATCH_POWER, share = the query's content words found in those fields of
-# that chunk: every word there gives the keyword half the query; one word of three in a
-# title (common by chance) costs the vector half a ninth of its weight. Measured in
-# docs/evaluation.md, decision 15: power 1 lost cross-language queries of the agency set,
-# 3 and more gave back half the metadata and alias gains; BEIR collections (titles are
-# document ids, no frontmatter) never match, so their fusion is unchanged.
+# that chunk: every word there gives the keyword half the whole query; one word of two costs
+# the vector half 18 % of its weight, one of three 6 % (a word in a title by chance).
+# Measured in docs/evaluation.md, decision 15 (agency + obsidian-help, fusion_grid.py
+# --field-powers): powers 2 to 5 score within 0.004 of each other on the tuning queries;
+# 2.5 is the lowest that keeps every cross-language kind where it was (at 2 one English
+# question over Italian pages loses its first place), higher ones give back metadata and
+# title gains. BEIR collections (titles are document ids, no frontmatter) never match, so
+# their fusion is unchanged.
 FIELD_MATCH_FIELDS = ("title", "meta")
-FIELD_MATCH_POWER = 2.0
+FIELD_MATCH_POWER = 2.5
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
