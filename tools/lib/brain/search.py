@@ -241,11 +241,10 @@ COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share 
 # that chunk: every word there gives the keyword half the whole query; one word of two costs
 # the vector half 18 % of its weight, one of three 6 % (a word in a title by chance).
 # Measured in docs/evaluation.md, decision 15 (agency + obsidian-help, fusion_grid.py
-# --field-powers): powers 2 to 5 score within 0.004 of each other on the tuning queries;
-# 2.5 is the lowest that keeps every cross-language kind where it was (at 2 one English
-# question over Italian pages loses its first place), higher ones give back metadata and
-# title gains. BEIR collections (titles are document ids, no frontmatter) never match, so
-# their fusion is unchanged.
+# --field-powers): powers 2 to 4 score within 0.006 of each other on the tuning queries;
+# 2.5 is the lowest that keeps every cross-language kind where it was (at 1 and 2 English
+# questions over Italian notes lose places), 3 and up give back metadata gains. BEIR
+# collections (titles are document ids, no frontmatter) never match, so their fusion is unchanged.
 FIELD_MATCH_FIELDS = ("title", "meta")
 FIELD_MATCH_POWER = 2.5
 
