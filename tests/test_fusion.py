@@ -214,3 +214,20 @@ def test_vector_weight_shrinks_when_the_vector_half_is_flat_next_to_bm25() -> No
     assert effective_weight(no_words, 0.6, 0.3) == pytest.approx(0.6)  # nothing to compare with
     tiny = Candidates(True, True, [1, 2], keyword={1: 2.0, 2: 0.0}, cosine={1: 0.5, 2: 0.3})
     assert spreads(tiny) == (pytest.approx(0.2), pytest.approx(1.0))  # fewer than 10: the last one counts
+
+
+def test_vector_weight_falls_with_the_query_words_in_the_best_notes_title_or_frontmatter() -> None:
+    from brain.search import FIELD_MATCH_POWER, effective_weight
+
+    ids = [1, 2]
+
+    def weight(coverage: float, share: float) -> float:
+        found = Candidates(True, True, ids, keyword={1: 2.0, 2: 1.0}, cosine={1: 0.8, 2: 0.9}, coverage=coverage, field_share=share)
+        return effective_weight(found, 0.7, 0.0)
+
+    assert weight(1.0, 0.0) == pytest.approx(0.7)  # no field match: the fusion of decision 14
+    assert weight(1.0, 1.0) == pytest.approx(0.0)  # every word in the note's title/frontmatter: the keyword half decides
+    assert weight(1.0, 1 / 3) == pytest.approx(0.7 * (1 - (1 / 3) ** FIELD_MATCH_POWER))  # one word of three: a little
+    # With words the notes lack (a question in the other language), coverage first gives the vector half their weight.
+    assert weight(0.5, 0.5) == pytest.approx((1 - 0.3 * 0.5) * (1 - 0.5**FIELD_MATCH_POWER))
+    assert weight(0.0, 0.0) == pytest.approx(1.0)

@@ -82,9 +82,9 @@ def test_the_exact_title_of_a_note_without_h1_ranks_it_first(brain: Brain) -> No
     # must still put the note whose whole title was typed first.
     title = "Sync your notes across devices"
     assert _paths(brain.search(title, mode="bm25"))[0] == "help/Sync your notes across devices.md"
-    # Hybrid adds the vector half, which does not read titles yet (the note's text never says
-    # "sync"): it keeps the note among the first three; first place waits for titles in the embedded text.
-    assert "help/Sync your notes across devices.md" in _paths(brain.search(title, mode="hybrid"))[:3]
+    # Hybrid adds the vector half, which does not read titles (the note's text never says "sync");
+    # every word of the query is in the keyword half's best note's title, so that half decides (decision 16).
+    assert _paths(brain.search(title, mode="hybrid"))[0] == "help/Sync your notes across devices.md"
 
 
 def test_a_renamed_note_is_found_by_its_new_name(tmp_path: Path) -> None:
@@ -149,6 +149,64 @@ def test_frontmatter_stays_out_of_previews_excerpts_and_explain(brain: Brain) ->
 @pytest.mark.parametrize("mode", ["bm25", "hybrid"])
 def test_identifiers_still_rank_their_note_first(brain: Brain, identifier: str, mode: str) -> None:
     assert _paths(brain.search(identifier, mode=mode))[0] == "ticket.md"
+
+
+# ------------------------------------------------------------ fusion that knows fields
+
+# Decoys for the vector half: notes whose text is about what a query says, while the note the
+# query names holds its words only in its title or frontmatter.
+DECOYS = {
+    "help/Editing YAML.md": "Front matter written in YAML sits between two lines of three dashes at the top of the note.\n",
+    "diary/2025-03-02.md": (
+        "Riunione sui vecchi siti Drupal: dismettere un sito Drupal obsoleto vuol dire migrare i contenuti"
+        " e chiudere il server.\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def decoyed(tmp_path_factory: pytest.TempPathFactory) -> Brain:
+    root = tmp_path_factory.mktemp("decoys")
+    write(root, NOTES | DECOYS)
+    brain = Brain(root)
+    brain.index()
+    return brain
+
+
+def test_a_query_naming_a_notes_alias_ranks_it_first_in_hybrid(decoyed: Brain) -> None:
+    # The vector half prefers the note that talks about YAML front matter; the keyword half is
+    # sure of the note whose aliases say it. Every query word is in that note's frontmatter,
+    # so hybrid follows the keyword half (search.FIELD_MATCH_POWER, decision 15).
+    assert _paths(decoyed.search("YAML front matter", mode="vector"))[0] == "help/Editing YAML.md"
+    hit = decoyed.search("YAML front matter", mode="hybrid").results[0]
+    assert hit.path == "help/Properties.md"
+    assert hit.explain["weights"]["field_share"] == 1.0 and hit.explain["weights"]["vector"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("siti drupal dismessi", "progetti/hotel-miramare.md"),  # a stack and a status, against a diary about them
+        ("app flutter ancora in sviluppo", "progetti/campeggio-pineta.md"),
+        ("Sync your notes across devices", "help/Sync your notes across devices.md"),  # a whole title
+    ],
+)
+def test_a_query_naming_frontmatter_values_or_a_title_ranks_the_note_first_in_hybrid(decoyed: Brain, query: str, path: str) -> None:
+    hit = decoyed.search(query, mode="hybrid").results[0]
+    assert hit.path == path
+    assert hit.explain["weights"]["field_share"] >= 0.5
+
+
+def test_a_cross_language_query_keeps_the_vector_half(decoyed: Brain) -> None:
+    # English words for an Italian note: none is in its fields, the vector half keeps (at least) its weight.
+    hit = decoyed.search("booking bicycles at the campsite", mode="hybrid").results[0]
+    assert hit.path == "progetti/campeggio-pineta.md"
+    assert hit.explain["weights"]["field_share"] == 0.0 and hit.explain["weights"]["vector"] >= 0.7
+
+
+@pytest.mark.parametrize("identifier", ["ERR-4821", "#1234", "FT-2026-0412"])
+def test_identifiers_still_rank_their_note_first_next_to_decoys(decoyed: Brain, identifier: str) -> None:
+    assert _paths(decoyed.search(identifier, mode="hybrid"))[0] == "ticket.md"
 
 
 # ------------------------------------------------------------ language

@@ -8,6 +8,8 @@ combination, then scores the per-file rankings with ranx like `brain eval`.
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/scifact --split train
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/squad-it --limit-queries 500 --json out.json
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency --queries tools/bench/judged/agency.jsonl
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency --queries tools/bench/judged/agency.jsonl \
+        --methods zscore --weights 0.7 --pools 200 --field-powers off,1,2,2.5,3,4
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import sys
 import time
 
-from brain import evaluation
+from brain import evaluation, spelling
 from brain.config import FUSION_METHODS
 from brain.embeddings import Embedder
 from brain.search import Candidates, Searcher, fuse, query_terms
@@ -39,6 +41,7 @@ def main() -> int:
     parser.add_argument("--gaps", default="", help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
     parser.add_argument("--ratios", default="", help="also try the vector weight scaled by min(1, (vector spread / keyword relative spread) / RATIO)")
     parser.add_argument("--coverage-powers", default="", help="also try w' = 1 - (1 - w) × coverage^POWER, coverage = share of query terms found in the index, e.g. 1,2")
+    parser.add_argument("--field-powers", default="", help="also try w' = (1 - (1 - w) × coverage) × (1 - share^POWER), share = query words in the best BM25 note's title/frontmatter (search.FIELD_MATCH_POWER), e.g. 1,2,3; 'off' = share 0")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()
 
@@ -83,8 +86,11 @@ def main() -> int:
             continue
         match = searcher.keyword_query(text)  # the query's words as the index stores them
         allowed = searcher._allowed_files(collection.paths.get(qid), [])
+        # Typo corrections as search() makes them, so the candidates are the ones search sees.
+        corrections = searcher.corrections(text)
+        also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
         for pool in pools:
-            found = searcher._candidates(text, match, "hybrid", pool, allowed)
+            found = searcher._candidates(text, match, "hybrid", pool, allowed, also, corrections)
             if pool == max(pools):
                 # The single halves, as their own modes rank them: each half's own top `pool` chunks.
                 by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0), key=lambda c: (-found.keyword[c], c))
@@ -115,6 +121,12 @@ def main() -> int:
                     w = 1.0 - (1.0 - weight) * found.coverage ** power
                     fused = fuse(found, mode="hybrid", method=method, vector_weight=w)
                     runs.setdefault((f"{method}/c{power:g}", weight, pool), {})[qid] = ranking(fused)
+            for item in [x for x in args.field_powers.split(",") if x]:
+                share = 0.0 if item == "off" else found.field_share ** float(item)
+                for method, weight in itertools.product(methods, weights):
+                    w = (1.0 - (1.0 - weight) * found.coverage) * (1.0 - share)
+                    fused = fuse(found, mode="hybrid", method=method, vector_weight=w)
+                    runs.setdefault((f"{method}/f{item}", weight, pool), {})[qid] = ranking(fused)
             for gap in [float(g) for g in args.gaps.split(",") if g]:
                 for method, weight in itertools.product(methods, weights):
                     w = weight * min(1.0, spread / gap)
@@ -124,18 +136,27 @@ def main() -> int:
             sys.stderr.write(f"{n}/{len(collection.queries)} queries, {time.monotonic() - started:.0f}s\n")
 
     rows = []
+    kinds: dict[str, dict[str, float]] = {}  # row label → MRR@10 per kind of query (judged notes sets)
     for (mode, pool), run in sorted(single.items()):
-        means, _ = evaluation.score_run(collection.qrels, run)
+        means, each = evaluation.score_run(collection.qrels, run)
         rows.append({"method": mode, "weight": None, "pool": pool, **means})
+        kinds[f"{mode} {pool}"] = {k: v["mrr@10"] for k, v in evaluation._by_kind(collection.kinds, each).items()}
     for (method, weight, pool), run in sorted(runs.items()):
-        means, _ = evaluation.score_run(collection.qrels, run)
+        means, each = evaluation.score_run(collection.qrels, run)
         rows.append({"method": method, "weight": weight, "pool": pool, **means})
+        kinds[f"{method} {weight:.2f} {pool}"] = {k: v["mrr@10"] for k, v in evaluation._by_kind(collection.kinds, each).items()}
     print(f"{collection.name} ({collection.split}) {len(collection.queries)} queries; settings "
           + ", ".join(f"{k}={settings[k]}" for k in evaluation.INDEX_KEYS))
-    print(f"{'method':<8} {'w':>4} {'pool':>5} " + " ".join(f"{t:>8}" for t in evaluation.METRICS.values()))
+    print(f"{'method':<12} {'w':>4} {'pool':>5} " + " ".join(f"{t:>8}" for t in evaluation.METRICS.values()))
     for row in rows:
         w = "" if row["weight"] is None else f"{row['weight']:.2f}"
-        print(f"{row['method']:<8} {w:>4} {row['pool']:>5} " + " ".join(f"{row[m]:8.4f}" for m in evaluation.METRICS))
+        print(f"{row['method']:<12} {w:>4} {row['pool']:>5} " + " ".join(f"{row[m]:8.4f}" for m in evaluation.METRICS))
+    if collection.kinds:
+        names = sorted({k for row in kinds.values() for k in row})
+        print("\nMRR@10 per kind of query")
+        print(f"{'row':<24} " + " ".join(f"{n[:11]:>11}" for n in names))
+        for label, row in kinds.items():
+            print(f"{label:<24} " + " ".join(f"{row.get(n, 0.0):11.3f}" for n in names))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"collection": collection.name, "split": collection.split, "queries": len(collection.queries), "rows": rows}, handle, indent=1)

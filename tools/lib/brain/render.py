@@ -71,9 +71,14 @@ def _explain_lines(hit: Any) -> list[str]:
     fusion = f"fusion {e['fusion']}: " if e.get("fusion") else ""
     w = e.get("weights", {})
     if "vector_asked" in w:
-        scaled = "" if w["vector"] == w["vector_asked"] else f", scaled from {fmt(w['vector_asked'])}"
+        scaled = "" if w["vector"] == w["vector_asked"] else f", from {fmt(w['vector_asked'])}"
         vs, ks = w.get("spreads", [None, None])
-        weights = f"vector {fmt(w['vector'])} (spreads: vector {fmt(vs)}, keyword {fmt(ks)}{scaled}), keyword {fmt(w['keyword'])}"
+        # What moved the weight for this query: the share of its words the notes have at all
+        # (coverage) and the share in the best keyword note's title or frontmatter (field share).
+        why = "".join(f", {label} {fmt(w[key])}" for key, label in (("keyword_coverage", "keyword coverage"),
+                                                                       ("field_share", "field share")) if key in w)
+        weights = (f"vector {fmt(w['vector'])} (spreads: vector {fmt(vs)}, keyword {fmt(ks)}{why}{scaled}), "
+                   f"keyword {fmt(w['keyword'])}")
     else:
         weights = ", ".join(f"{k} {fmt(v)}" for k, v in w.items())
     lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]

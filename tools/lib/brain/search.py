@@ -278,6 +278,20 @@ def _porter_form(word: str, porter: bool) -> str:
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
 SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
 COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share of query words found
+# The other way round: when the keyword half's best chunk holds the query's words in its
+# note's title or frontmatter (aliases, tags, description, status, stack, ...), the query
+# names that note, and the vector half, which reads the query as a topic, can only pull
+# notes that merely talk about it above it. The vector weight is scaled by
+# 1 − share^FIELD_MATCH_POWER, share = the query's content words found in those fields of
+# that chunk: every word there gives the keyword half the whole query; one word of two costs
+# the vector half 18 % of its weight, one of three 6 % (a word in a title by chance).
+# Measured in docs/evaluation.md, decision 16 (agency + obsidian-help, fusion_grid.py
+# --field-powers): powers 2 to 4 score within 0.006 of each other on the tuning queries;
+# 2.5 is the lowest that keeps every cross-language kind where it was (at 1 and 2 English
+# questions over Italian notes lose places), 3 and up give back metadata gains. BEIR
+# collections (titles are document ids, no frontmatter) never match, so their fusion is unchanged.
+FIELD_MATCH_FIELDS = ("title", "meta")
+FIELD_MATCH_POWER = 2.5
 
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
@@ -302,6 +316,8 @@ class Candidates:
     keyword: dict[int, float] = field(default_factory=dict)
     cosine: dict[int, float] = field(default_factory=dict)
     coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid and vector modes)
+    # Share of the query's content words in the title or frontmatter of the best BM25 chunk (hybrid mode).
+    field_share: float = 0.0
 
 
 class Fused(NamedTuple):
@@ -376,7 +392,10 @@ def effective_weight(candidates: Candidates, vector_weight: float, ratio: float)
     # The keyword half can only speak for the query words the notes contain: a question
     # in the other language than the notes shares almost none, so the vector half takes
     # the weight of the words that matched nothing.
-    return 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
+    weight = 1.0 - (1.0 - weight) * candidates.coverage ** COVERAGE_POWER
+    # A query whose words the keyword half's best note holds in its title or frontmatter
+    # names that note: the keyword half takes the weight of those words (FIELD_MATCH_POWER).
+    return weight * (1.0 - candidates.field_share ** FIELD_MATCH_POWER)
 
 
 def is_weak(candidates: Candidates) -> bool:
@@ -442,7 +461,8 @@ def _explain(
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
-                   "spreads": [round(x, 4) for x in spreads(candidates)], "keyword_coverage": round(candidates.coverage, 4)}
+                   "spreads": [round(x, 4) for x in spreads(candidates)], "keyword_coverage": round(candidates.coverage, 4),
+                   "field_share": round(candidates.field_share, 4)}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -580,7 +600,7 @@ class Searcher:
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
         pool = max(self.settings["search.candidates"], limit)
-        candidates = self._candidates(query, match, mode, pool, allowed, also)
+        candidates = self._candidates(query, match, mode, pool, allowed, also, corrections)
         weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
         fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
         # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
@@ -721,9 +741,11 @@ class Searcher:
                     yield cid, row, files[row.file_id]
 
     def _candidates(
-        self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, also: Sequence[tuple[str, float]] = ()
+        self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, also: Sequence[tuple[str, float]] = (),
+        corrections: Sequence[spelling.Expansion] = (),
     ) -> Candidates:
-        """The top `pool` chunks of each half, every one with both of its raw scores (`also`: typo corrections, scaled)."""
+        """The top `pool` chunks of each half, every one with both of its raw scores (`also`: typo corrections, scaled;
+        `corrections`: the same, as words, for the field share)."""
         store = self.store
         use_vector = mode in ("hybrid", "vector")
         use_keyword = mode in ("hybrid", "bm25")
@@ -764,7 +786,33 @@ class Searcher:
                 # Keyword-only candidates get their exact cosine too.
                 found.cosine.update(self._cosines_of(keyword_only, ids, sims))
             self._raise_whole_titles(query, found)
+            if use_vector:
+                found.field_share = self._field_share(query, found, corrections)
         return found
+
+    def _field_share(self, query: str, found: Candidates, corrections: Sequence[spelling.Expansion]) -> float:
+        """The share of the query's content words that the best BM25 candidate holds in its FIELD_MATCH_FIELDS.
+
+        A word counts in any of its stemmed forms (one per language of the index), or
+        through the words its typo corrections searched. Compared with the stored fields
+        as _explain_fields does (Snowball forms, before the tokenizer's porter).
+        """
+        matched = [(score, cid) for cid, score in found.keyword.items() if score > 0]
+        if not matched:
+            return 0.0
+        best = min(matched, key=lambda item: (-item[0], item[1]))[1]
+        stems = query_stemmers(self.store.query_languages())
+        words = [w for w in dict.fromkeys(t.lower() for t in _TOKEN.findall(query)) if w not in STOP_WORDS]
+        if not words:
+            return 0.0
+        forms = {w: {fold(stem(w)) for stem in stems} for w in words}
+        for correction in corrections:
+            typed = correction.word.lower()
+            if typed in forms:
+                forms[typed] |= {fold(stem(shown)) for shown in correction.shown for stem in stems}
+        stored = self.store.keyword_fields([best]).get(best, {})
+        present = {t for name in FIELD_MATCH_FIELDS for t in _TOKEN.findall((stored.get(name) or "").lower())}
+        return sum(1 for w in words if forms[w] & present) / len(words)
 
     def _raise_whole_titles(self, query: str, found: Candidates) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
