@@ -138,7 +138,7 @@ def test_a_relevant_path_that_is_not_indexed_is_named(example_notes: Path, tmp_p
         (["--modes", "hybrid:magic"], 2, "unknown mode"),
         (["--set", "search.nope=1"], 2, "unknown setting"),
         (["--set", "search.fusion=magic"], 1, "search.fusion"),
-        (["--limit-queries", "0"], 2, "at least 1"),
+        (["--limit-queries", "0"], 2, "0 is not in the range x>=1"),
     ],
 )
 def test_user_errors_are_one_line(beir: tuple[Path, Path], tmp_path: Path, args: list[str], code: int, words: str) -> None:
