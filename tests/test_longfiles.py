@@ -185,6 +185,9 @@ def test_get_whole_file_and_header(long_notes: Path) -> None:
     assert result.stdout.startswith("# Fornitori\n")
     assert result.stderr.startswith("fornitori.md: bytes 3-")
     assert "(lines 4-" in result.stderr and "3 bytes of blank lines before it skipped" in result.stderr
+    assert "more from --offset" not in result.stderr  # the whole note came
+    part = run_cli("--root", str(long_notes), "get", "fornitori.md", "--length", "20")
+    assert part.returncode == 0 and "; more from --offset 23)" in part.stderr, part.stderr
 
 
 def test_get_skips_blank_frontmatter_and_its_offsets_agree_with_grep(long_notes: Path) -> None:

@@ -171,7 +171,9 @@ def range_header(part: TextRange) -> str:
     stale = " [changed on disk since indexed]" if part.stale else ""
     if part.blank_skipped:
         where += f"; {part.blank_skipped} bytes of blank lines before it skipped"
-    return f"{shown(part.path)}: bytes {part.offset}-{part.offset + part.length} of {part.total} ({where}){stale}"
+    end = part.offset + part.length
+    more = f"; more from --offset {end}" if end < part.total else ""
+    return f"{shown(part.path)}: bytes {part.offset}-{end} of {part.total} ({where}{more}){stale}"
 
 
 def ask_prompt(result: AskResult) -> str:
