@@ -1,0 +1,823 @@
+"""The index in PostgreSQL with pgvector: the same interface as store.Store, for a team's shared server.
+
+One schema per corpus (`brain_<name>`) holds the same tables as the SQLite
+file: `files`, `chunks` (with a pgvector `vector` column and a weighted
+`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`,
+and `state` (schema version, and a counter every write bumps so warm readers
+know to reload). Everything above this module sees a Store.
+
+Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
+FTS5 makes them: brain stems each file's words in its language (the same
+Snowball stemmer and the same `search.stemmer = auto` decision as the SQLite
+store), folds accents and case, applies porter when the tokenizer names it,
+and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
+B heading/path, D body). PostgreSQL's own parser and language configurations
+would split `FT-2026-0412` into signed numbers and stem the query a second
+time; this way a word matches the same chunks on both stores and fusion (in
+search.py) treats both alike. The ranking is ts_rank with the field weights
+(not BM25: it has no inverse document frequency).
+
+Every value goes to the server as a parameter; the only text spliced into SQL
+is the schema name, made of [a-z0-9_] and quoted as an identifier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from .errors import BrainError
+from .excerpt import fold
+from .stemming import AUTO as AUTO_STEMMER
+from .stemming import NONE as NO_STEMMER
+from .stemming import detect_language
+from .stemming import query_languages as query_languages_for
+from .stemming import stemmer as stemmer_for
+from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER, ChunkRow, FileRow, NewChunk
+
+# The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
+# vectors in pgvector, keywords in a weighted tsvector.
+SCHEMA_VERSION = 4
+SCHEMA_PREFIX = "brain_"
+REBUILD_SUFFIX = "__rebuild"
+INSTALL_HINT = "pip install 'brain-search[postgres]'"
+# PostgreSQL has four weight classes (D, C, B, A); the five fields share them by FIELD_WEIGHTS.
+FIELD_CLASSES = {"title": "A", "meta": "A", "heading": "B", "path": "B", "body": "D"}
+MAX_POSITION = 16383  # the largest position a tsvector stores; later words share it
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps as a token
+_TERM = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 term (search.fts_match makes only these, OR-joined)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS @.state (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    schema_version INTEGER NOT NULL,
+    data_version BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS @.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS @.files (
+    id BIGSERIAL PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    hash TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'ok',
+    warning TEXT,
+    page_starts TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    language TEXT NOT NULL DEFAULT '',
+    meta_text TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS files_hash ON @.files(hash);
+CREATE TABLE IF NOT EXISTS @.chunks (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    heading_path TEXT NOT NULL DEFAULT '',
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    pages TEXT,
+    embed_hash TEXT,
+    vector #VECTOR#,
+    fts_heading TEXT NOT NULL DEFAULT '',
+    fts_text TEXT NOT NULL DEFAULT '',
+    fts_title TEXT NOT NULL DEFAULT '',
+    fts_meta TEXT NOT NULL DEFAULT '',
+    fts_path TEXT NOT NULL DEFAULT '',
+    tsv TSVECTOR NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
+CREATE TABLE IF NOT EXISTS @.embedding_cache (
+    hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (hash, model)
+);
+CREATE TABLE IF NOT EXISTS @.extracted_text (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    page_starts TEXT,
+    created_at TEXT NOT NULL
+)
+"""
+
+_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
+_CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
+
+
+def is_postgres_location(location: str | None) -> bool:
+    """True when a `store` setting names a PostgreSQL server (postgresql://… or postgres://…)."""
+    return bool(location) and str(location).startswith(("postgresql://", "postgres://"))
+
+
+def split_location(location: str) -> tuple[str, str | None]:
+    """(libpq connection URL, corpus name or None): `?corpus=NAME` is brain's, not libpq's, so it is taken out."""
+    parts = urlsplit(location)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    corpus = next((v for k, v in query if k == "corpus"), None)
+    kept = urlencode([(k, v) for k, v in query if k != "corpus"])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, kept, parts.fragment)), corpus
+
+
+def shown_location(location: str) -> str:
+    """The server and database of a store URL, as messages name it (no password, no options)."""
+    parts = urlsplit(location)
+    host = parts.hostname or dict(parse_qsl(parts.query)).get("host") or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    user = f"{parts.username}@" if parts.username else ""
+    return f"postgresql://{user}{host}{port}{parts.path or '/'}"
+
+
+def schema_name(corpus: str) -> str:
+    """The schema that holds a corpus: `brain_` and the name in [a-z0-9_] (at most 63 bytes with the rebuild suffix)."""
+    cleaned = re.sub(r"[^a-z0-9_]+", "_", fold(corpus)).strip("_") or "notes"
+    return SCHEMA_PREFIX + cleaned[: 63 - len(SCHEMA_PREFIX) - len(REBUILD_SUFFIX)]
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise BrainError(f"`store` names a PostgreSQL server but its driver is not installed; run: {INSTALL_HINT}") from None
+    return psycopg
+
+
+# One pool per server URL in a process: a server's requests and a CLI command share connections.
+_POOLS: dict[str, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(conninfo: str, shown: str) -> Any:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(conninfo)
+        if pool is not None:
+            return pool
+        psycopg = _psycopg()
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise BrainError(f"the PostgreSQL store needs psycopg's connection pool; run: {INSTALL_HINT}") from None
+        pool = ConnectionPool(conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=False,
+                              name="brain", timeout=30.0)
+        try:
+            pool.open(wait=True, timeout=15.0)
+        except Exception as exc:  # PoolTimeout: the server did not answer; say which and how to fix it
+            with contextlib.suppress(Exception):
+                pool.close()
+            reason = _first_error(conninfo, psycopg)
+            raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason or exc}); start the server or fix "
+                             "`store` in brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)") from None
+        _POOLS[conninfo] = pool
+        return pool
+
+
+def _first_error(conninfo: str, psycopg: Any) -> str | None:
+    """Why one direct connection fails (the pool only says it timed out)."""
+    try:
+        psycopg.connect(conninfo, connect_timeout=5).close()
+    except Exception as exc:
+        return " ".join(str(exc).split())[:300]
+    return None
+
+
+@functools.lru_cache(maxsize=200_000)
+def _porter(word: str) -> str:
+    from .spelling import _porter as porter_stemmer
+
+    return porter_stemmer()(word)
+
+
+def index_tokens(text: str, porter: bool) -> list[str]:
+    """The tokens FTS5 would store for `text` (already stemmed by brain): unicode61 words, folded, porter when asked."""
+    tokens = [fold(t) for t in _TOKEN.findall(text)]
+    return [_porter(t) for t in tokens] if porter else tokens
+
+
+def _quote(token: str) -> str:
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
+    """A tsvector in PostgreSQL's input syntax: each field's tokens with positions and its weight class.
+
+    Positions run on across fields, as FTS5 keeps each column apart by its own
+    counter; a phrase can then match across a field boundary, which FTS5's
+    columns never do (rare, and harmless for the OR-joined queries brain makes).
+    """
+    positions: dict[str, list[str]] = {}
+    at = 0
+    for name, text in fields:
+        weight = FIELD_CLASSES[name]
+        for token in index_tokens(text, porter):
+            at = min(at + 1, MAX_POSITION)
+            positions.setdefault(token, []).append(f"{at}{weight}")
+    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items())
+
+
+def tsquery_literal(match: str, porter: bool) -> str | None:
+    """The FTS5 MATCH expression search.py builds (quoted words or phrases, OR-joined) as a tsquery; None: no token."""
+    terms: list[str] = []
+    for raw in _TERM.findall(match):
+        tokens = index_tokens(raw.replace('""', '"'), porter)
+        if tokens:
+            terms.append("(" + " <-> ".join(_quote(t) for t in tokens) + ")")
+    return " | ".join(dict.fromkeys(terms)) or None
+
+
+def _rank_weights() -> list[float]:
+    """ts_rank's {D, C, B, A} weights from FIELD_WEIGHTS, the strongest class at 1 (read per query, like bm25's)."""
+    top = max(FIELD_WEIGHTS.values())
+    by_class = {c: max((FIELD_WEIGHTS[f] for f, k in FIELD_CLASSES.items() if k == c), default=0.0) for c in "DCBA"}
+    return [by_class[c] / top for c in "DCBA"]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _file_row(row: Sequence[Any]) -> FileRow:
+    return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
+                   json.loads(row[9]) if row[9] else [], row[10], row[11])
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
+
+
+def _vector_text(vector: bytes | None) -> str | None:
+    """float32 bytes as pgvector's text input; exact (repr of a float32 widened to float64 reads back the same float32)."""
+    if vector is None:
+        return None
+    return "[" + ",".join(map(repr, np.frombuffer(vector, dtype=np.float32).tolist())) + "]"
+
+
+def _vector_bytes(binary: bytes) -> bytes:
+    """pgvector's binary form (int16 dim, int16 unused, big-endian float32s) as float32 bytes in this machine's order."""
+    return np.frombuffer(binary, dtype=">f4", offset=4).astype(np.float32).tobytes()
+
+
+class PostgresStore:
+    """One corpus's index in a PostgreSQL database (a schema of its own); the interface of store.Store."""
+
+    def __init__(
+        self,
+        location: str,
+        corpus: str,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        tokenizer: str | None = None,
+        stemmer: str | None = None,
+        schema: str | None = None,
+    ) -> None:
+        """Connect to the server named by `location` and open (or create) the schema of `corpus`.
+
+        `tokenizer` and `stemmer` are used only when the schema is created;
+        `schema` names another schema than the corpus's own (a rebuild's).
+        """
+        conninfo, named = split_location(location)
+        self.location = location
+        self.shown = shown_location(location)
+        self.corpus = named or corpus
+        self.schema = schema or schema_name(self.corpus)
+        self.path = f"{self.shown}#{self.schema}"  # what reports name as the database
+        self.tokenizer = tokenizer or FTS_TOKENIZER
+        self._new_stemmer = stemmer or STEMMER
+        if self.tokenizer not in FTS_TOKENIZERS:
+            raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
+        self._psycopg = _psycopg()
+        self._pool = _pool(conninfo, self.shown)
+        self.conn = self._pool.getconn()
+        self._q = '"' + self.schema + '"'
+        self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
+        self._porter_cached: bool | None = None
+        try:
+            self._prepare(create, readonly)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    def _sql(self, text: str) -> str:
+        """A statement with `@.` naming this corpus's schema (a quoted identifier of [a-z0-9_], never user text)."""
+        return text.replace("@.", self._q + ".")
+
+    def _execute(self, text: str, params: Sequence[Any] | None = None) -> Any:
+        try:
+            return self.conn.execute(self._sql(text), params)
+        except self._psycopg.OperationalError as exc:
+            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
+                             "check the server and try again") from None
+
+    def _exists(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone() is not None
+
+    def _prepare(self, create: bool, readonly: bool) -> None:
+        if not self._exists() or self._version() is None:
+            if not create or readonly:
+                raise BrainError(f"no index for corpus {self.corpus!r} at {self.shown} (schema {self.schema}); "
+                                 "run `brain index` first")
+            self._create()
+        version = self._version() or 0
+        if version > SCHEMA_VERSION:
+            raise BrainError(f"{self.path} was written by a newer brain (schema {version}, this one reads "
+                             f"{SCHEMA_VERSION}); upgrade brain-search")
+
+    def _version(self) -> int | None:
+        row = self.conn.execute(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'state'", (self.schema,)).fetchone()
+        if row is None:
+            return None
+        got = self._execute("SELECT schema_version FROM @.state").fetchone()
+        return int(got[0]) if got else None
+
+    def _vector_type(self) -> str:
+        """pgvector's type, qualified by the schema its extension lives in; created when allowed."""
+        psycopg = self._psycopg
+        row = self.conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        ).fetchone()
+        if row is None:
+            try:
+                self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as exc:
+                raise BrainError(f"pgvector is not enabled in {self.shown} ({' '.join(str(exc).split())[:160]}); "
+                                 "ask its administrator to run `CREATE EXTENSION vector` in that database") from None
+            return self._vector_type()
+        return '"' + row[0].replace('"', '""') + '".vector'
+
+    def _create(self) -> None:
+        vector_type = self._vector_type()
+        with self.transaction() as conn:
+            # Two processes creating the same corpus at once: the second waits, then finds it made.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS @.").rstrip("."))
+            for statement in _SCHEMA.replace("#VECTOR#", vector_type).split(";\n"):
+                conn.execute(self._sql(statement))
+            conn.execute(self._sql("INSERT INTO @.state(schema_version) VALUES (%s) ON CONFLICT (one) DO NOTHING"),
+                         (SCHEMA_VERSION,))
+            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('stemmer', %s), ('fts_tokenizer', %s)"
+                                   " ON CONFLICT (key) DO NOTHING"), (self._new_stemmer, self.tokenizer))
+
+    def close(self) -> None:
+        """Give the connection back to the pool (a rollback first, should a transaction be open)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            self.conn = None
+            with contextlib.suppress(Exception):
+                self._pool.putconn(conn)
+
+    def replaced(self) -> bool:
+        """Always False: a rebuild swaps the schema under its name, and every statement names it."""
+        return False
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One transaction; it bumps the data version as it ends, so warm readers reload (rolled back on any exception)."""
+        with self.conn.transaction():
+            yield self.conn
+            # Last, so the row lock that orders concurrent writers is held only until the commit.
+            self.conn.execute(self._sql("UPDATE @.state SET data_version = data_version + 1"))
+
+    # ------------------------------------------------------------ meta
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._execute("SELECT value FROM @.meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, items: dict[str, str]) -> None:
+        with self.transaction() as conn:
+            for key, value in items.items():
+                conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES (%s, %s)"
+                                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (key, value))
+
+    def schema_version(self) -> int:
+        """The schema version this corpus was written with."""
+        return int(self._version() or 0)
+
+    # ------------------------------------------------------------ freshness records
+
+    def indexed_commit(self) -> str | None:
+        """The git commit up to which every committed change is in the index (None: never recorded)."""
+        return self.get_meta("git_commit")
+
+    def record_indexed_commit(self, commit: str | None) -> None:
+        """Remember that the index holds every change up to `commit` (None forgets it)."""
+        with self.transaction() as conn:
+            if commit is None:
+                conn.execute(self._sql("DELETE FROM @.meta WHERE key = 'git_commit'"))
+            else:
+                conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_commit', %s)"
+                                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (commit,))
+            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_synced_at', %s)"
+                                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (_now(),))
+
+    def record_sync(self, result: dict[str, Any]) -> None:
+        """Keep what the last git sync did (shown by `brain status`)."""
+        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_sync(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_sync_result")
+        return json.loads(raw) if raw else None
+
+    def record_rebuild(self, result: dict[str, Any]) -> None:
+        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
+        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_rebuild(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_rebuild_result")
+        return json.loads(raw) if raw else None
+
+    def record_languages(self) -> None:
+        """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
+        found = [r[0] for r in self._execute("SELECT DISTINCT language FROM @.files WHERE language != '' ORDER BY 1")]
+        self.set_meta({"languages": ",".join(found)})
+
+    def query_languages(self) -> tuple[str, ...]:
+        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
+        recorded = self.get_meta("languages")
+        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
+
+    def stemmer(self) -> str:
+        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
+        return self.get_meta("stemmer") or NO_STEMMER
+
+    def fts_tokenizer(self) -> str:
+        """The FTS5 tokenizer whose tokens this index stores (recorded when the schema was made)."""
+        return self.get_meta("fts_tokenizer") or FTS_TOKENIZER
+
+    def _porter(self) -> bool:
+        if self._porter_cached is None:
+            self._porter_cached = self.fts_tokenizer().startswith("porter")
+        return self._porter_cached
+
+    def import_embedding_cache(self, other: Any) -> int:
+        """Copy the cached vectors of another corpus schema (a schema name) into this one; returns how many this one gained."""
+        if not isinstance(other, str) or not re.fullmatch(r"[a-z0-9_]+", other):
+            return 0  # only schemas of this database can be read from here
+        with self.transaction() as conn:
+            return conn.execute(self._sql(
+                f'INSERT INTO @.embedding_cache SELECT * FROM "{other}".embedding_cache ON CONFLICT DO NOTHING')).rowcount
+
+    # ------------------------------------------------------------ files
+
+    def all_files(self) -> dict[str, FileRow]:
+        return {r[1]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files")}
+
+    def get_file(self, path: str) -> FileRow | None:
+        row = self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE path = %s", (path,)).fetchone()
+        return _file_row(row) if row else None
+
+    def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        hash: str,
+        size: int,
+        mtime_ns: int,
+        metadata: dict[str, Any],
+        warning: str | None,
+        page_starts: list[int],
+        chunks: Sequence[NewChunk],
+        title: str = "",
+        meta_text: str = "",
+        path_text: str = "",
+    ) -> None:
+        """Swap in a file's new chunks in one transaction: never a mix of old and new, never two copies.
+
+        Two processes writing the same file at once: the upsert of its row makes
+        the second wait for the first's commit, then replace its chunks.
+        """
+        language = self._file_language(chunks)
+        stem = stemmer_for(language)
+        porter = self._porter()
+        title_s, meta_s, path_s = stem(title), stem(meta_text), stem(path_text)
+        values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
+                  json.dumps(page_starts) if page_starts else None, title, language, meta_text)
+        rows = []
+        for seq, c in enumerate(chunks):
+            heading_s, text_s = stem(c.heading_path), stem(c.text)
+            tsv = tsvector_literal((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
+                                    ("body", text_s)), porter)
+            rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
+                         c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv))
+        with self.transaction() as conn:
+            file_id = conn.execute(self._sql(
+                "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"
+                " language, meta_text) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT (path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime_ns=excluded.mtime_ns,"
+                " indexed_at=excluded.indexed_at, metadata=excluded.metadata, status=excluded.status,"
+                " warning=excluded.warning, page_starts=excluded.page_starts, title=excluded.title,"
+                " language=excluded.language, meta_text=excluded.meta_text RETURNING id"), (path, *values)).fetchone()[0]
+            conn.execute(self._sql("DELETE FROM @.chunks WHERE file_id = %s"), (file_id,))
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql(
+                        "INSERT INTO @.chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash,"
+                        " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv)"
+                        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector)"),
+                        [(file_id, *row) for row in rows])
+
+    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
+        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
+        index_stemmer = self.stemmer()
+        if index_stemmer != AUTO_STEMMER:
+            return index_stemmer
+        return detect_language("\n".join(c.text for c in chunks[:8]))
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size/mtime for a file whose content did not change."""
+        with self.transaction() as conn:
+            conn.execute(self._sql("UPDATE @.files SET size=%s, mtime_ns=%s WHERE path=%s"), (size, mtime_ns, path))
+
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str | None = None, path_text: str = "") -> None:
+        """Rename a file in place: its chunks and vectors are kept; its title and folder-name fields follow the new name."""
+        porter = self._porter()
+        with self.transaction() as conn:
+            conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (new,))
+            conn.execute(self._sql("UPDATE @.files SET path=%s, size=%s, mtime_ns=%s, indexed_at=%s WHERE path=%s"),
+                         (new, size, mtime_ns, _now(), old))
+            row = conn.execute(self._sql("SELECT id, title, language FROM @.files WHERE path = %s"), (new,)).fetchone()
+            if row is None:
+                return
+            title = row[1] if title is None else title
+            language = row[2] or self.stemmer()
+            stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
+            title_s, path_s = stem(title), stem(path_text)
+            conn.execute(self._sql("UPDATE @.files SET title = %s WHERE id = %s"), (title, row[0]))
+            updates = []
+            for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
+                    "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
+                tsv = tsvector_literal((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
+                                        ("body", text_s)), porter)
+                updates.append((title_s, path_s, tsv, cid))
+            if updates:
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql("UPDATE @.chunks SET fts_title = %s, fts_path = %s, tsv = %s::tsvector"
+                                              " WHERE id = %s"), updates)
+
+    def remove_files(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            with self.transaction() as conn:
+                conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (path,))
+
+    # ------------------------------------------------------------ embedding cache
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        if not hashes:
+            return {}
+        return {h: bytes(v) for h, v in self._execute(
+            "SELECT hash, vector FROM @.embedding_cache WHERE model = %s AND hash = ANY(%s)", (model, list(hashes)))}
+
+    def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
+        if not items:
+            return
+        now = _now()
+        with self.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at) VALUES (%s,%s,%s,%s)"
+                                      " ON CONFLICT DO NOTHING"), [(h, model, v, now) for h, v in items])
+
+    # ------------------------------------------------------------ extracted text (PDFs)
+
+    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
+        """(text, page_starts) stored for a file content hash, or None."""
+        row = self._execute("SELECT text, page_starts FROM @.extracted_text WHERE hash = %s", (hash,)).fetchone()
+        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+
+    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+        """Remember the text extracted from the file content with this hash."""
+        with self.transaction() as conn:
+            conn.execute(self._sql(
+                "INSERT INTO @.extracted_text(hash, text, page_starts, created_at) VALUES (%s,%s,%s,%s)"
+                " ON CONFLICT (hash) DO UPDATE SET text = excluded.text, page_starts = excluded.page_starts,"
+                " created_at = excluded.created_at"),
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()))
+
+    def prune_extracted_text(self) -> int:
+        """Forget texts no indexed file has any more; returns how many went."""
+        with self.transaction() as conn:
+            return conn.execute(self._sql(
+                "DELETE FROM @.extracted_text WHERE hash NOT IN (SELECT hash FROM @.files)")).rowcount
+
+    # ------------------------------------------------------------ reading for search
+
+    def _tsquery(self, match: str) -> str | None:
+        return tsquery_literal(match, self._porter())
+
+    def bm25(
+        self, match: str, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """The best `limit` chunks as (chunk id, keyword score), best first, and the score of those in `also` that match."""
+        self.score_matches(match)
+        return self.pick_matches(limit, also=also, file_ids=file_ids)
+
+    def score_matches(self, match: str, also: Sequence[tuple[str, float]] = ()) -> None:
+        """Score every chunk that matches with ts_rank and the field weights, kept for `pick_matches`.
+
+        `also`: further (MATCH expression, factor) pairs whose scores are added, scaled.
+        """
+        scores: dict[int, float] = {}
+        files: dict[int, int] = {}
+        weights = _rank_weights()
+        for expression, factor in [(match, 1.0), *also]:
+            query = self._tsquery(expression)
+            if query is None:
+                continue
+            for cid, fid, score in self._execute(
+                    "SELECT id, file_id, ts_rank(%s::real[], tsv, q) FROM @.chunks, CAST(%s AS tsquery) AS q WHERE tsv @@ q",
+                    (weights, query)):
+                scores[cid] = scores.get(cid, 0.0) + factor * float(score)
+                files[cid] = fid
+        ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+        self._matches = (ids, np.fromiter((files[i] for i in scores), dtype=np.int64, count=len(scores)),
+                         np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
+
+    def terms_found(self, terms: list[str]) -> int:
+        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one chunk."""
+        found = 0
+        for term in terms:
+            query = self._tsquery(term)
+            if query is not None:
+                found += self._execute("SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT 1", (query,)).fetchone() is not None
+        return found
+
+    def pick_matches(
+        self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """From the last `score_matches`: the best `limit` as (chunk id, score), and the score of each of `also` that matched."""
+        ids, files, scores = self._matches
+        wanted = {int(c) for c in also}
+        of_also = {int(i): float(s) for i, s in zip(ids.tolist(), scores.tolist()) if int(i) in wanted}
+        keep = np.ones(len(ids), dtype=bool)
+        if file_ids is not None:
+            keep = np.isin(files, np.fromiter((int(f) for f in file_ids), dtype=np.int64))
+        kept_ids, kept_scores = ids[keep], scores[keep]
+        order = np.lexsort((kept_ids, -kept_scores))[:limit]  # best first, ties by id as SQLite orders them
+        return [(int(kept_ids[i]), float(kept_scores[i])) for i in order], of_also
+
+    def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
+
+        Read in pgvector's binary form, a few thousand rows at a time, into the final arrays.
+        """
+        count = int(self._execute("SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL").fetchone()[0])
+        ids = np.zeros(count, dtype=np.int64)
+        file_ids = np.zeros(count, dtype=np.int64)
+        matrix = np.zeros((count, dim), dtype=np.float32)
+        done = 0
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._sql("SELECT id, file_id, vector FROM @.chunks WHERE vector IS NOT NULL ORDER BY id"))
+            while done < count:
+                rows = cur.fetchmany(4096)[: count - done]
+                if not rows:
+                    break
+                end = done + len(rows)
+                ids[done:end] = [r[0] for r in rows]
+                file_ids[done:end] = [r[1] for r in rows]
+                raw = np.frombuffer(b"".join(bytes(r[2])[4:] for r in rows), dtype=">f4")
+                matrix[done:end] = raw.reshape(len(rows), dim)
+                done = end
+        return ids[:done], file_ids[:done], matrix[:done]
+
+    def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
+        """The stemmed keyword fields of these chunks (FIELDS → text), as the keyword index reads them."""
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: dict(zip(FIELDS, r[1:])) for r in self._execute(
+            "SELECT id, fts_title, fts_meta, fts_heading, fts_path, fts_text FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+
+    def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]:
+        """The stemmed title field of these chunks (their file's title, as the keyword index reads it)."""
+        if not ids:
+            return {}
+        return dict(self._execute("SELECT id, fts_title FROM @.chunks WHERE id = ANY(%s)", ([int(i) for i in ids],)).fetchall())
+
+    def count_matches(self, match: str, cap: int) -> int:
+        """How many chunks match an FTS5 expression, counting no further than `cap`."""
+        query = self._tsquery(match)
+        if query is None:
+            return 0
+        return int(self._execute("SELECT count(*) FROM (SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s) AS m",
+                                 (query, cap)).fetchone()[0])
+
+    def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
+        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
+
+        ts_stat reads every chunk's tsvector: the caller (search) keeps the answer until the index changes.
+        """
+        stat_query = self._sql("SELECT tsv FROM @.chunks")
+        return [(r[0], int(r[1])) for r in self.conn.execute(
+            "SELECT word, ndoc FROM ts_stat(%s) WHERE word >= %s AND word < %s AND length(word) >= %s",
+            (stat_query, first, first + "\U0010ffff", min_length))]
+
+    def texts_matching(self, match: str, limit: int) -> list[str]:
+        """The raw text of up to `limit` chunks that match an FTS5 expression (to show a word as people write it)."""
+        query = self._tsquery(match)
+        if query is None:
+            return []
+        return [r[0] for r in self._execute("SELECT text FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s", (query, limit))]
+
+    def data_version(self) -> int:
+        """Changes whenever a write commits, or a rebuild swaps in a new schema: tells a warm process to reload."""
+        row = self._execute("SELECT data_version, (SELECT oid FROM pg_namespace WHERE nspname = %s) FROM @.state",
+                            (self.schema,)).fetchone()
+        return int(row[1]) * 1_000_000_000_000 + int(row[0])
+
+    def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
+        if not ids:
+            return {}
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._sql("SELECT id, vector FROM @.chunks WHERE id = ANY(%s) AND vector IS NOT NULL"),
+                        ([int(i) for i in ids],))
+            return {int(cid): _vector_bytes(bytes(v)) for cid, v in cur.fetchall()}
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: _chunk_row(r) for r in self._execute(f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+
+    def file_chunks(self, file_id: int) -> list[ChunkRow]:
+        return [_chunk_row(r) for r in self._execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE file_id = %s ORDER BY seq", (file_id,))]
+
+    # ------------------------------------------------------------ stats
+
+    def counts(self) -> dict[str, int]:
+        row = self._execute("SELECT (SELECT count(*) FROM @.files), (SELECT count(*) FROM @.chunks),"
+                            " (SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL),"
+                            " (SELECT count(*) FROM @.embedding_cache)").fetchone()
+        return {"files": row[0], "chunks": row[1], "embedded_chunks": row[2], "cache_entries": row[3]}
+
+    def largest_files(self, limit: int = 5) -> list[tuple[str, int]]:
+        return [(r[0], int(r[1])) for r in self._execute(
+            "SELECT f.path, count(c.id) AS n FROM @.files f JOIN @.chunks c ON c.file_id = f.id"
+            " GROUP BY f.id ORDER BY n DESC, f.path LIMIT %s", (limit,))]
+
+    def disk_bytes(self) -> int:
+        """Bytes this corpus's tables and their indexes take on the server."""
+        row = self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind IN ('r', 'm')", (self.schema,)).fetchone()
+        return int(row[0])
+
+    def checkpoint(self) -> None:
+        """Nothing to do: PostgreSQL checkpoints by itself (here for the Store interface)."""
+
+    # ------------------------------------------------------------ full rebuild
+
+    def rebuild_schema(self) -> str:
+        """The schema a full rebuild of this corpus writes into, beside the live one."""
+        return self.schema + REBUILD_SUFFIX
+
+    def drop_schema(self, schema: str) -> None:
+        """Drop a schema of this corpus (a rebuild's leftovers), if it is there."""
+        if not schema.startswith(self.schema):
+            raise ValueError(f"{schema!r} is not a schema of {self.schema!r}")
+        self.conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    def swap_in(self, fresh_schema: str) -> None:
+        """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never a mix.
+
+        The old schema is dropped in the same transaction; the new one's data
+        version is moved past the old one's, so a warm reader reloads.
+        """
+        if fresh_schema != self.rebuild_schema():
+            raise ValueError(f"{fresh_schema!r} is not the rebuild schema of {self.schema!r}")
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            self.conn.execute(f'ALTER SCHEMA "{fresh_schema}" RENAME TO "{self.schema}"')
+
+
+def index_exists(location: str, corpus: str) -> bool:
+    """True when the server holds an index of this corpus (a BrainError when the server cannot be reached)."""
+    try:
+        store = PostgresStore(location, corpus, create=False, readonly=True)
+    except BrainError as exc:
+        if "no index for corpus" in str(exc):
+            return False
+        raise
+    store.close()
+    return True
