@@ -19,7 +19,7 @@ from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
-from .store import Store, writer_lock
+from .store import Store, index_exists, index_name, open_store, writer_lock
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class Brain:
                         "seconds": round(report.seconds, 3),
                     })
         except BaseException as exc:
-            if db.exists():
+            if index_exists(self.settings):
                 reason = str(exc) or type(exc).__name__
                 try:
                     with _open(self.settings) as store:
@@ -150,17 +150,15 @@ class Brain:
 
     def stats(self) -> dict[str, Any]:
         """What the index holds: counts, cache use, size on disk, model, biggest files."""
-        db = self.settings.database_path
-        if not db.exists():
-            raise BrainError(f"no index at {db}; run `brain index` first")
+        if not index_exists(self.settings):
+            raise BrainError(f"no index at {index_name(self.settings)}; run `brain index` first")
         with _open(self.settings) as store:
             counts = store.counts()
             hits = int(store.get_meta("cache_hits") or 0)
             misses = int(store.get_meta("cache_misses") or 0)
-            size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file() and not p.name.endswith(".lock"))
             return {
-                "database": str(db),
-                "database_bytes": size,
+                "database": index_name(self.settings),
+                "database_bytes": store.disk_bytes(),
                 **counts,
                 "cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
                 "model": store.get_meta("model"),
@@ -226,7 +224,7 @@ class _open:
     """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
 
     def __init__(self, settings: Settings, *, create: bool = True) -> None:
-        self.store = Store(settings.database_path, create=create)
+        self.store = open_store(settings, create=create)
 
     def __enter__(self) -> Store:
         return self.store

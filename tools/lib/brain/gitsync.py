@@ -37,7 +37,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport, identity_mismatch, model_identity
-from .store import Store, writer_lock
+from .store import Store, index_exists, open_store, writer_lock
 
 # The hooks brain installs: every git command that moves HEAD or rewrites the work tree.
 HOOK_NAMES = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
@@ -326,8 +326,8 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
     recorded: str | None = None
     mismatch: str | None = None
     recorded_subs: dict[str, str] = {}
-    if db_path.exists():
-        store = Store(db_path)
+    if index_exists(settings):
+        store = open_store(settings)
         try:
             recorded = store.indexed_commit()
             mismatch = identity_mismatch(store, model_identity(embedder, settings))
@@ -380,7 +380,7 @@ def _sync_locked(settings: Settings, embedder: Embedder | None, report: SyncRepo
         report.scan = indexer.scan()
     elif report.action == "diff":
         report.scan = indexer.reindex_paths(paths)
-    store = Store(db_path)
+    store = open_store(settings)
     try:
         if head is not None:
             store.record_indexed_commit(head)

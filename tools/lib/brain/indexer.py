@@ -23,7 +23,7 @@ from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
 from .errors import BrainError
-from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
+from .store import KEYWORD_FIELDS, NewChunk, Store, open_store, store_location, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
 # to keep the model's batches full, small enough to bound memory.
@@ -174,7 +174,7 @@ class Indexer:
         db_path = self.settings.database_path
         with writer_lock(db_path):
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
-            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
+            store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 if identity_mismatch(store, wanted) is not None:
@@ -226,7 +226,7 @@ class Indexer:
                 picked.append(found)
         db_path = self.settings.database_path
         with writer_lock(db_path):
-            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
+            store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 mismatch = identity_mismatch(store, wanted)
@@ -266,6 +266,8 @@ class Indexer:
         return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
+        if store_location(self.settings):
+            return self._rebuild_on_server(discovery, started)
         db_path = self.settings.database_path
         fresh_path = rebuild_path(db_path)
         remove_rebuild_files(db_path)
@@ -295,6 +297,35 @@ class Indexer:
             raise
         report.rebuilt = True
         report.database = str(db_path)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _rebuild_on_server(self, discovery: sources.Discovery, started: float) -> ScanReport:
+        """The full rebuild on PostgreSQL: a new schema beside the live one, swapped in with one transaction."""
+        from .store_postgres import PostgresStore
+
+        live = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
+        try:
+            fresh_schema = live.rebuild_schema()
+            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the writer lock is ours
+            fresh = PostgresStore(live.location, live.corpus, tokenizer=self.tokenizer, stemmer=self.stemmer,
+                                  schema=fresh_schema)
+            try:
+                # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
+                fresh.import_embedding_cache(live.schema)
+                report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
+                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            finally:
+                fresh.close()
+            live.swap_in(fresh_schema)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                live.drop_schema(live.rebuild_schema())  # the old index stays as it was
+            raise
+        finally:
+            live.close()
+        report.rebuilt = True
+        report.database = live.path
         report.seconds = time.monotonic() - started
         return report
 
