@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     "extensions": [".md", ".markdown", ".txt", ".pdf"],
     "ignore": [],
     "database": ".brain/brain.sqlite",
+    # "" keeps the index in the SQLite file above; "postgresql://user@host/db" puts it on a team's server
+    # (`pip install 'brain-search[postgres]'`; the password only in PGPASSWORD or ~/.pgpass).
+    "store": "",
     "max_file_mb": 20.0,
     "embedding.model": BUNDLED_MODEL,
     "embedding.backend": "auto",  # bundled for the bundled model, sentence-transformers (the torch extra) otherwise
@@ -162,6 +165,13 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
     def bad(key: str, rule: str) -> BrainError:
         return BrainError(f"{origins[key]}: {key} {rule}, got {values[key]!r}")
 
+    store = str(values["store"])
+    if store and not store.startswith(("postgresql://", "postgres://")):
+        raise BrainError(f"{origins['store']}: store must be empty (the SQLite file at `database`) "
+                         "or a postgresql://user@host/db URL")
+    if store and not origins["store"].startswith("environment") and _has_password(store):
+        # Never echo the value: it holds a password.
+        raise BrainError(f"{origins['store']}: store must not hold a password; put it in PGPASSWORD or ~/.pgpass")
     if values["embedding.backend"] not in ("auto", "bundled", "sentence-transformers"):
         raise bad("embedding.backend", "must be auto, bundled or sentence-transformers")
     if values["embedding.backend"] == "bundled" and values["embedding.model"] != BUNDLED_MODEL:
@@ -207,6 +217,14 @@ def _validate(values: dict[str, Any], origins: dict[str, str]) -> None:
             f"{origins['ask.api_key_env']}: ask.api_key_env must be the NAME of an environment variable "
             "(like OPENAI_API_KEY); put the key in that variable, never in the settings"
         )
+
+
+def _has_password(url: str) -> bool:
+    """True when a PostgreSQL URL carries a password (user:secret@ or ?password=)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    return parts.password is not None or any(key == "password" for key, _ in parse_qsl(parts.query))
 
 
 def env_name(key: str) -> str:
