@@ -195,9 +195,12 @@ def _first_error(conninfo: str, psycopg: Any) -> str | None:
 
 @functools.lru_cache(maxsize=200_000)
 def _porter(word: str) -> str:
+    """A token as FTS5's porter tokenizer stores it: tokens under 3 or over 64 characters stay as they are."""
+    if not 3 <= len(word) <= 64:
+        return word
     from .spelling import _porter as porter_stemmer
 
-    return porter_stemmer()(word)
+    return porter_stemmer()(word) or word
 
 
 def index_tokens(text: str, porter: bool) -> list[str]:
