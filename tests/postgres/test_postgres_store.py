@@ -164,10 +164,35 @@ def test_concurrent_writers_in_separate_processes_leave_no_duplicate_chunks(stor
 def test_tokens_match_fts5_and_queries_are_literals() -> None:
     # Identifiers stay whole words, accents and case fold, porter on top when the tokenizer has it.
     vector = tsvector_literal([("title", "Perché"), ("body", "FT-2026-0412 running")], porter=True)
-    assert vector == "'perch':1A 'ft':2D '2026':3D '0412':4D 'run':5D"
+    assert vector == "'perch':1A 'ft':3D '2026':4D '0412':5D 'run':6D"  # position 2 parts the fields
     assert tsquery_literal('"ft 2026 0412" OR "perché"', porter=False) == "('ft' <-> '2026' <-> '0412') | ('perche')"
     assert tsquery_literal("\"it's\" OR \"'; drop\"", porter=False) == "('it' <-> 's') | ('drop')"
     assert tsquery_literal('"" OR "--"', porter=False) is None
+
+
+def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same notes on both stores: every keyword hit has the same BM25 (fusion then treats them alike)."""
+    notes = dict(NOTES)
+    notes["ops/nginx-more.md"] = "# Nginx again\n\nnginx nginx reverse proxy; the certificate chain of nginx.\n"
+    on_server, in_file = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
+    write(on_server, notes)
+    write(in_file, notes)
+    server_brain = Brain(on_server)
+    server_brain.index()
+    monkeypatch.delenv("BRAIN_STORE")
+    file_brain = Brain(in_file)
+    file_brain.index()
+    assert (in_file / ".brain" / "brain.sqlite").exists()
+    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate"]:
+        scores = []
+        for brain in (server_brain, file_brain):
+            hits = brain.search(query, mode="bm25", chunks=True, limit=20).results
+            scores.append({(h.path, h.start_line): h.explain["keyword"]["bm25"] for h in hits})
+        assert scores[0].keys() == scores[1].keys() and scores[0], query
+        for key, value in scores[1].items():
+            assert scores[0][key] == pytest.approx(value, rel=1e-6), (query, key)
+    server_brain.close()
+    file_brain.close()
 
 
 def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:

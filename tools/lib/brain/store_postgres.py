@@ -14,8 +14,10 @@ and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
 B heading/path, D body). PostgreSQL's own parser and language configurations
 would split `FT-2026-0412` into signed numbers and stem the query a second
 time; this way a word matches the same chunks on both stores and fusion (in
-search.py) treats both alike. The ranking is ts_rank with the field weights
-(not BM25: it has no inverse document frequency).
+search.py) treats both alike. The ranking is FTS5's own bm25() with the field
+weights, computed from each matching chunk's positions and the table's counts
+(PostgreSQL's ts_rank has no inverse document frequency), so a keyword score
+means the same number on both stores.
 
 Every value goes to the server as a parameter; the only text spliced into SQL
 is the schema name, made of [a-z0-9_] and quoted as an identifier.
@@ -95,7 +97,8 @@ CREATE TABLE IF NOT EXISTS @.chunks (
     fts_title TEXT NOT NULL DEFAULT '',
     fts_meta TEXT NOT NULL DEFAULT '',
     fts_path TEXT NOT NULL DEFAULT '',
-    tsv TSVECTOR NOT NULL
+    tsv TSVECTOR NOT NULL,
+    length INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
 CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
@@ -213,38 +216,97 @@ def _quote(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
-    """A tsvector in PostgreSQL's input syntax: each field's tokens with positions and its weight class.
+def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str, int]:
+    """(a tsvector in PostgreSQL's input syntax, the number of tokens): each field's tokens with positions and its weight class.
 
-    Positions run on across fields, as FTS5 keeps each column apart by its own
-    counter; a phrase can then match across a field boundary, which FTS5's
-    columns never do (rare, and harmless for the OR-joined queries brain makes).
+    A position is left empty between fields, so a phrase never matches across
+    two of them, as FTS5's separate columns never do. The token count is
+    FTS5's row size, which bm25() compares with the average.
     """
     positions: dict[str, list[str]] = {}
-    at = 0
+    at = count = 0
     for name, text in fields:
         weight = FIELD_CLASSES[name]
         for token in index_tokens(text, porter):
             at = min(at + 1, MAX_POSITION)
+            count += 1
             positions.setdefault(token, []).append(f"{at}{weight}")
-    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items())
+        at = min(at + 1, MAX_POSITION)
+    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items()), count
+
+
+def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
+    """The tsvector of keyword_vector, alone."""
+    return keyword_vector(fields, porter)[0]
+
+
+def query_phrases(match: str, porter: bool) -> list[tuple[str, ...]]:
+    """The phrases (token tuples) of an FTS5 MATCH expression as search.py builds it: quoted words or phrases, OR-joined."""
+    phrases: list[tuple[str, ...]] = []
+    for raw in _TERM.findall(match):
+        tokens = tuple(index_tokens(raw.replace('""', '"'), porter))
+        if tokens:  # repeats kept: FTS5's bm25() counts a phrase each time the expression names it
+            phrases.append(tokens)
+    return phrases
 
 
 def tsquery_literal(match: str, porter: bool) -> str | None:
-    """The FTS5 MATCH expression search.py builds (quoted words or phrases, OR-joined) as a tsquery; None: no token."""
-    terms: list[str] = []
-    for raw in _TERM.findall(match):
-        tokens = index_tokens(raw.replace('""', '"'), porter)
-        if tokens:
-            terms.append("(" + " <-> ".join(_quote(t) for t in tokens) + ")")
-    return " | ".join(dict.fromkeys(terms)) or None
+    """The FTS5 MATCH expression search.py builds as a tsquery (phrases OR-joined); None: no token."""
+    return _tsquery_of(query_phrases(match, porter))
 
 
-def _rank_weights() -> list[float]:
-    """ts_rank's {D, C, B, A} weights from FIELD_WEIGHTS, the strongest class at 1 (read per query, like bm25's)."""
-    top = max(FIELD_WEIGHTS.values())
-    by_class = {c: max((FIELD_WEIGHTS[f] for f, k in FIELD_CLASSES.items() if k == c), default=0.0) for c in "DCBA"}
-    return [by_class[c] / top for c in "DCBA"]
+def _tsquery_of(phrases: Sequence[tuple[str, ...]]) -> str | None:
+    return " | ".join(dict.fromkeys("(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases)) or None
+
+
+# FTS5's bm25() constants (fts5_aux.c), so both stores give a chunk the same keyword score.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _class_weights() -> dict[str, float]:
+    """Each weight class's FIELD_WEIGHTS (read per query, like store._bm25_weights, so a benchmark can vary them)."""
+    return {c: max((FIELD_WEIGHTS[f] for f, k in FIELD_CLASSES.items() if k == c), default=1.0) for c in "ABCD"}
+
+
+def bm25_scores(
+    phrases: Sequence[tuple[str, ...]],
+    hits: dict[int, dict[str, list[tuple[int, str]]]],
+    lengths: dict[int, int],
+    rows: int,
+    average: float,
+) -> dict[int, float]:
+    """FTS5's bm25() of each chunk in `hits` (chunk → lexeme → [(position, weight class)]), bigger is better.
+
+    Per phrase: idf = ln((N − n + 0.5) / (n + 0.5)) (at least 1e-6), n the chunks
+    holding it; its frequency in a chunk is the sum of the field weights of its
+    occurrences; score = Σ idf × f × (k1 + 1) / (f + k1 × (1 − b + b × length / average)).
+    """
+    weights = _class_weights()
+    found: list[dict[int, float]] = []
+    for phrase in phrases:
+        per_chunk: dict[int, float] = {}
+        for cid, lexemes in hits.items():
+            first = lexemes.get(phrase[0])
+            if not first:
+                continue
+            if len(phrase) == 1:
+                freq = sum(weights[w] for _, w in first)
+            else:
+                rest = [{p for p, _ in lexemes.get(t, ())} for t in phrase[1:]]
+                freq = sum(weights[w] for p, w in first if all(p + k in at for k, at in enumerate(rest, 1)))
+            if freq:
+                per_chunk[cid] = freq
+        found.append(per_chunk)
+    scores: dict[int, float] = {}
+    for per_chunk in found:
+        n = len(per_chunk)
+        idf = np.log((rows - n + 0.5) / (n + 0.5))
+        idf = float(idf) if idf > 0 else 1e-6
+        for cid, freq in per_chunk.items():
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[cid] / average) if average > 0 else BM25_K1
+            scores[cid] = scores.get(cid, 0.0) + idf * freq * (BM25_K1 + 1) / (freq + norm)
+    return scores
 
 
 def _now() -> str:
@@ -520,10 +582,10 @@ class PostgresStore:
         rows = []
         for seq, c in enumerate(chunks):
             heading_s, text_s = stem(c.heading_path), stem(c.text)
-            tsv = tsvector_literal((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
-                                    ("body", text_s)), porter)
+            tsv, length = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
+                                          ("body", text_s)), porter)
             rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
-                         c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv))
+                         c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv, length))
         with self.transaction() as conn:
             file_id = conn.execute(self._sql(
                 "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"
@@ -537,8 +599,8 @@ class PostgresStore:
                 with conn.cursor() as cur:
                     cur.executemany(self._sql(
                         "INSERT INTO @.chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash,"
-                        " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv)"
-                        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector)"),
+                        " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv, length)"
+                        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)"),
                         [(file_id, *row) for row in rows])
 
     def _file_language(self, chunks: Sequence[NewChunk]) -> str:
@@ -571,13 +633,13 @@ class PostgresStore:
             updates = []
             for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
                     "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
-                tsv = tsvector_literal((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
-                                        ("body", text_s)), porter)
-                updates.append((title_s, path_s, tsv, cid))
+                tsv, length = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
+                                              ("path", path_s), ("body", text_s)), porter)
+                updates.append((title_s, path_s, tsv, length, cid))
             if updates:
                 with conn.cursor() as cur:
-                    cur.executemany(self._sql("UPDATE @.chunks SET fts_title = %s, fts_path = %s, tsv = %s::tsvector"
-                                              " WHERE id = %s"), updates)
+                    cur.executemany(self._sql("UPDATE @.chunks SET fts_title = %s, fts_path = %s, tsv = %s::tsvector,"
+                                              " length = %s WHERE id = %s"), updates)
 
     def remove_files(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -635,22 +697,37 @@ class PostgresStore:
         return self.pick_matches(limit, also=also, file_ids=file_ids)
 
     def score_matches(self, match: str, also: Sequence[tuple[str, float]] = ()) -> None:
-        """Score every chunk that matches with ts_rank and the field weights, kept for `pick_matches`.
+        """Score every chunk that matches with FTS5's bm25() and the field weights, kept for `pick_matches`.
 
-        `also`: further (MATCH expression, factor) pairs whose scores are added, scaled.
+        PostgreSQL finds the matches (the GIN index) and hands back only the
+        query's lexemes of each, with their positions and weight classes; the
+        scores are computed here as FTS5 computes them. `also`: further
+        (MATCH expression, factor) pairs whose scores are added, scaled.
         """
         scores: dict[int, float] = {}
         files: dict[int, int] = {}
-        weights = _rank_weights()
+        totals: tuple[int, float] | None = None
+        porter = self._porter()
         for expression, factor in [(match, 1.0), *also]:
-            query = self._tsquery(expression)
+            phrases = query_phrases(expression, porter)
+            query = _tsquery_of(phrases)
             if query is None:
                 continue
-            for cid, fid, score in self._execute(
-                    "SELECT id, file_id, ts_rank(%s::real[], tsv, q) FROM @.chunks, CAST(%s AS tsquery) AS q WHERE tsv @@ q",
-                    (weights, query)):
-                scores[cid] = scores.get(cid, 0.0) + factor * float(score)
+            if totals is None:
+                row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
+                totals = (int(row[0]), float(row[1]))
+            hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
+            lengths: dict[int, int] = {}
+            lexemes = sorted({t for p in phrases for t in p})
+            for cid, fid, length, lexeme, positions, weights in self._execute(
+                    "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
+                    " FROM @.chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)"
+                    " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (query, lexemes)):
+                hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
+                lengths[cid] = length
                 files[cid] = fid
+            for cid, score in bm25_scores(phrases, hits, lengths, *totals).items():
+                scores[cid] = scores.get(cid, 0.0) + factor * score
         ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
         self._matches = (ids, np.fromiter((files[i] for i in scores), dtype=np.int64, count=len(scores)),
                          np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
@@ -667,7 +744,7 @@ class PostgresStore:
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """From the last `score_matches`: the best `limit` as (chunk id, score), and the score of each of `also` that matched."""
+        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
         ids, files, scores = self._matches
         wanted = {int(c) for c in also}
         of_also = {int(i): float(s) for i, s in zip(ids.tolist(), scores.tolist()) if int(i) in wanted}
