@@ -29,9 +29,11 @@ import contextlib
 import functools
 import json
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -531,12 +533,39 @@ class PostgresStore:
         return self._porter_cached
 
     def import_embedding_cache(self, other: Any) -> int:
-        """Copy the cached vectors of another corpus schema (a schema name) into this one; returns how many this one gained."""
+        """Copy cached vectors into this corpus; returns how many it gained.
+
+        `other` is another schema of this database (a rebuild's live one), or
+        the path of an SQLite index: a laptop's index moves to the team server
+        without re-embedding anything.
+        """
+        if isinstance(other, Path):
+            return self._import_sqlite_cache(other)
         if not isinstance(other, str) or not re.fullmatch(r"[a-z0-9_]+", other):
             return 0  # only schemas of this database can be read from here
         with self.transaction() as conn:
             return conn.execute(self._sql(
                 f'INSERT INTO @.embedding_cache SELECT * FROM "{other}".embedding_cache ON CONFLICT DO NOTHING')).rowcount
+
+    def _import_sqlite_cache(self, path: Path) -> int:
+        try:
+            source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return 0  # an unreadable other index only costs re-embedding
+        gained = 0
+        try:
+            cursor = source.execute("SELECT hash, model, vector, created_at FROM embedding_cache")
+            while rows := cursor.fetchmany(5000):
+                with self.transaction() as conn, conn.cursor() as cur:
+                    before = conn.execute(self._sql("SELECT count(*) FROM @.embedding_cache")).fetchone()[0]
+                    cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at)"
+                                              " VALUES (%s,%s,%s,%s) ON CONFLICT DO NOTHING"), rows)
+                    gained += conn.execute(self._sql("SELECT count(*) FROM @.embedding_cache")).fetchone()[0] - before
+        except sqlite3.Error:
+            return gained
+        finally:
+            source.close()
+        return gained
 
     # ------------------------------------------------------------ files
 
