@@ -119,6 +119,9 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
 )
 """
 
+# Statements that take a schema from version N-1 to N (`@.` names the schema); none yet: 4 is the first.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+
 _FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
 _CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
 
@@ -175,16 +178,21 @@ def _pool(conninfo: str, shown: str) -> Any:
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise BrainError(f"the PostgreSQL store needs psycopg's connection pool; run: {INSTALL_HINT}") from None
+        # One direct connection first: the pool would retry for its whole timeout and then say only that.
+        reason = _first_error(conninfo, psycopg)
+        if reason is not None:
+            raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason}); start the server or fix `store` in "
+                             "brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)")
+        # check: a connection the server dropped (a restart) is replaced before it is handed out.
         pool = ConnectionPool(conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=False,
-                              name="brain", timeout=30.0)
+                              name="brain", timeout=30.0, check=ConnectionPool.check_connection)
         try:
             pool.open(wait=True, timeout=15.0)
-        except Exception as exc:  # PoolTimeout: the server did not answer; say which and how to fix it
+        except Exception as exc:  # PoolTimeout: the server stopped answering meanwhile
             with contextlib.suppress(Exception):
                 pool.close()
-            reason = _first_error(conninfo, psycopg)
-            raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason or exc}); start the server or fix "
-                             "`store` in brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)") from None
+            raise BrainError(f"cannot reach PostgreSQL at {shown} ({exc}); start the server or fix `store` in "
+                             "brain.toml or BRAIN_STORE") from None
         _POOLS[conninfo] = pool
         return pool
 
@@ -403,6 +411,18 @@ class PostgresStore:
         if version > SCHEMA_VERSION:
             raise BrainError(f"{self.path} was written by a newer brain (schema {version}, this one reads "
                              f"{SCHEMA_VERSION}); upgrade brain-search")
+        if version < SCHEMA_VERSION and not readonly:
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring an older schema up to SCHEMA_VERSION, one step at a time, in one transaction (one process does it)."""
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            version = int(conn.execute(self._sql("SELECT schema_version FROM @.state")).fetchone()[0])
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS.get(step, ()):
+                    conn.execute(self._sql(statement))
+            conn.execute(self._sql("UPDATE @.state SET schema_version = %s"), (SCHEMA_VERSION,))
 
     def _version(self) -> int | None:
         row = self.conn.execute(
@@ -449,8 +469,11 @@ class PostgresStore:
                 self._pool.putconn(conn)
 
     def replaced(self) -> bool:
-        """Always False: a rebuild swaps the schema under its name, and every statement names it."""
-        return False
+        """True when the connection was lost (a server restart): a long-lived reader then opens the store again.
+
+        A rebuild needs no reopening: it swaps the schema under its name, and every statement names it.
+        """
+        return self.conn is None or bool(self.conn.closed) or bool(self.conn.broken)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
