@@ -208,5 +208,7 @@ def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:
     (root / "brain.toml").write_text("")
     done = run_cli("--root", str(root), "config", "set", "store", "postgresql://brain:secret@db.example/notes", timeout=120)
     assert done.returncode != 0 and "secret" not in (root / "brain.toml").read_text()
+    shown = run_cli("--root", str(root), "config", "show", env={"BRAIN_STORE": "postgresql://brain:secret@db.example/notes"})
+    assert shown.returncode == 0 and "postgresql://brain:***@db.example/notes" in shown.stdout and "secret" not in shown.stdout
     with pytest.raises(BrainError, match="no index for corpus"):
         PostgresStore(pg_server + "&corpus=never_made", "x", create=False)

@@ -19,7 +19,7 @@ from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LENGTH, DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport
 from .search import Searcher, SearchResponse
-from .store import Store, index_exists, index_name, open_store, writer_lock
+from .store import Store, hide_password, index_exists, index_name, open_store, writer_lock
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -207,7 +207,8 @@ class Brain:
     def config_rows(self) -> list[dict[str, Any]]:
         """Every setting with its effective value and where it came from."""
         return [
-            {"key": key, "value": self.settings.values[key], "origin": self.settings.origins[key]} for key in DEFAULTS
+            {"key": key, "value": self.settings.values[key] if key != "store" else hide_password(self.settings.values[key]),
+             "origin": self.settings.origins[key]} for key in DEFAULTS
         ]
 
     def config_set(self, key: str, value: str) -> Any:

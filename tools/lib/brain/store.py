@@ -900,6 +900,18 @@ def open_store(
     return Store(settings.database_path, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
 
 
+def hide_password(location: str) -> str:
+    """A store URL as it may be shown (`config show`): a password in it (from BRAIN_STORE) replaced by ***."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(location)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def index_exists(settings: Any) -> bool:
     """True when the index of these settings has been made (the file exists, or the server holds the corpus)."""
     location = store_location(settings)
