@@ -142,7 +142,7 @@ store.close()
 
 
 def test_concurrent_writers_in_separate_processes_leave_no_duplicate_chunks(store_url: str) -> None:
-    PostgresStore(store_url, "ignored", stemmer="auto").close()  # the schema exists before the race
+    # No schema yet: the three also race to create it.
     env = {"PYTHONPATH": str(PROJECT / "tools" / "lib")}
     writers = [subprocess.Popen([sys.executable, "-c", _WRITER, store_url, who], env=env, stderr=subprocess.PIPE, text=True)
                for who in ("a", "b", "c")]
@@ -193,6 +193,14 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
             assert scores[0][key] == pytest.approx(value, rel=1e-6), (query, key)
     server_brain.close()
     file_brain.close()
+
+
+def test_a_newer_schema_is_refused_and_nothing_is_written(store_url: str) -> None:
+    store = PostgresStore(store_url, "ignored")
+    store.conn.execute(f'UPDATE "{store.schema}".state SET schema_version = 99')
+    store.close()
+    with pytest.raises(BrainError, match="written by a newer brain \\(schema 99"):
+        PostgresStore(store_url, "ignored")
 
 
 def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:

@@ -448,10 +448,10 @@ class PostgresStore:
         return '"' + row[0].replace('"', '""') + '".vector'
 
     def _create(self) -> None:
-        vector_type = self._vector_type()
         with self.transaction() as conn:
-            # Two processes creating the same corpus at once: the second waits, then finds it made.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            # Two processes creating a corpus (or the extension) at once: the second waits, then finds it made.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('brain: create a corpus'))")
+            vector_type = self._vector_type()
             conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS @.").rstrip("."))
             for statement in _SCHEMA.replace("#VECTOR#", vector_type).split(";\n"):
                 conn.execute(self._sql(statement))
