@@ -379,6 +379,7 @@ class PostgresStore:
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
         self._porter_cached: bool | None = None
+        self._totals_at: tuple[int, int, float] | None = None
         try:
             self._prepare(create, readonly)
         except BaseException:
@@ -766,8 +767,7 @@ class PostgresStore:
             if query is None:
                 continue
             if totals is None:
-                row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
-                totals = (int(row[0]), float(row[1]))
+                totals = self._totals()
             hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
             lengths: dict[int, int] = {}
             lexemes = sorted({t for p in phrases for t in p})
@@ -783,6 +783,14 @@ class PostgresStore:
         ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
         self._matches = (ids, np.fromiter((files[i] for i in scores), dtype=np.int64, count=len(scores)),
                          np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
+
+    def _totals(self) -> tuple[int, float]:
+        """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
+        version = self.data_version()
+        if self._totals_at is None or self._totals_at[0] != version:
+            row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
+            self._totals_at = (version, int(row[0]), float(row[1]))
+        return self._totals_at[1], self._totals_at[2]
 
     def terms_found(self, terms: list[str]) -> int:
         """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one chunk."""
