@@ -104,6 +104,18 @@ CREATE TABLE IF NOT EXISTS @.chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
 CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
+CREATE TABLE IF NOT EXISTS @.postings (
+    lexeme TEXT NOT NULL,
+    chunk_id BIGINT NOT NULL REFERENCES @.chunks(id) ON DELETE CASCADE,
+    file_id BIGINT NOT NULL,
+    length INTEGER NOT NULL,
+    a INTEGER NOT NULL,
+    b INTEGER NOT NULL,
+    c INTEGER NOT NULL,
+    d INTEGER NOT NULL,
+    PRIMARY KEY (lexeme, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS postings_chunk ON @.postings(chunk_id);
 CREATE TABLE IF NOT EXISTS @.embedding_cache (
     hash TEXT NOT NULL,
     model TEXT NOT NULL,
@@ -226,14 +238,20 @@ def _quote(token: str) -> str:
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str, int]:
-    """(a tsvector in PostgreSQL's input syntax, the number of tokens): each field's tokens with positions and its weight class.
+_CLASS_INDEX = {"A": 0, "B": 1, "C": 2, "D": 3}
+
+
+def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str, int, dict[str, list[int]]]:
+    """(a tsvector in PostgreSQL's input syntax, the number of tokens, each token's count per weight class A-D).
 
     A position is left empty between fields, so a phrase never matches across
     two of them, as FTS5's separate columns never do. The token count is
-    FTS5's row size, which bm25() compares with the average.
+    FTS5's row size, which bm25() compares with the average; the counts are
+    the chunk's postings (a tsvector keeps at most 256 positions of a word,
+    the postings every occurrence).
     """
     positions: dict[str, list[str]] = {}
+    counts: dict[str, list[int]] = {}
     at = count = 0
     for name, text in fields:
         weight = FIELD_CLASSES[name]
@@ -241,8 +259,9 @@ def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str
             at = min(at + 1, MAX_POSITION)
             count += 1
             positions.setdefault(token, []).append(f"{at}{weight}")
+            counts.setdefault(token, [0, 0, 0, 0])[_CLASS_INDEX[weight]] += 1
         at = min(at + 1, MAX_POSITION)
-    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items()), count
+    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items()), count, counts
 
 
 def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
@@ -633,10 +652,12 @@ class PostgresStore:
         values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
                   json.dumps(page_starts) if page_starts else None, title, language, meta_text)
         rows = []
+        postings: list[tuple[int, dict[str, list[int]]]] = []  # (length, counts) by seq
         for seq, c in enumerate(chunks):
             heading_s, text_s = stem(c.heading_path), stem(c.text)
-            tsv, length = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s), ("path", path_s),
-                                          ("body", text_s)), porter)
+            tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
+                                                  ("path", path_s), ("body", text_s)), porter)
+            postings.append((length, counts))
             rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
                          c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv, length))
         with self.transaction() as conn:
@@ -655,6 +676,16 @@ class PostgresStore:
                         " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv, length)"
                         " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)"),
                         [(file_id, *row) for row in rows])
+                ids = dict(conn.execute(self._sql("SELECT seq, id FROM @.chunks WHERE file_id = %s"), (file_id,)).fetchall())
+                self._write_postings(conn, file_id, [(ids[seq], length, counts) for seq, (length, counts) in enumerate(postings)])
+
+    def _write_postings(self, conn: Any, file_id: int, chunks: Sequence[tuple[int, int, dict[str, list[int]]]]) -> None:
+        """Each chunk's words with their counts per weight class: what bm25() reads, by word (COPY: thousands of rows per file)."""
+        with conn.cursor() as cur, cur.copy(self._sql(
+                "COPY @.postings (lexeme, chunk_id, file_id, length, a, b, c, d) FROM STDIN")) as copy:
+            for chunk_id, length, counts in chunks:
+                for lexeme, (a, b, c, d) in counts.items():
+                    copy.write_row((lexeme, chunk_id, file_id, length, a, b, c, d))
 
     def _file_language(self, chunks: Sequence[NewChunk]) -> str:
         """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
@@ -684,15 +715,19 @@ class PostgresStore:
             title_s, path_s = stem(title), stem(path_text)
             conn.execute(self._sql("UPDATE @.files SET title = %s WHERE id = %s"), (title, row[0]))
             updates = []
+            postings = []
             for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
                     "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
-                tsv, length = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
-                                              ("path", path_s), ("body", text_s)), porter)
+                tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
+                                                      ("path", path_s), ("body", text_s)), porter)
                 updates.append((title_s, path_s, tsv, length, cid))
+                postings.append((cid, length, counts))
             if updates:
                 with conn.cursor() as cur:
                     cur.executemany(self._sql("UPDATE @.chunks SET fts_title = %s, fts_path = %s, tsv = %s::tsvector,"
                                               " length = %s WHERE id = %s"), updates)
+                conn.execute(self._sql("DELETE FROM @.postings WHERE file_id = %s"), (row[0],))
+                self._write_postings(conn, row[0], postings)
 
     def remove_files(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -763,26 +798,57 @@ class PostgresStore:
         porter = self._porter()
         for expression, factor in [(match, 1.0), *also]:
             phrases = query_phrases(expression, porter)
-            query = _tsquery_of(phrases)
-            if query is None:
+            if not phrases:
                 continue
             if totals is None:
                 totals = self._totals()
-            hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
-            lengths: dict[int, int] = {}
-            lexemes = sorted({t for p in phrases for t in p})
-            for cid, fid, length, lexeme, positions, weights in self._execute(
-                    "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
-                    " FROM @.chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)"
-                    " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (query, lexemes)):
-                hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
-                lengths[cid] = length
-                files[cid] = fid
-            for cid, score in bm25_scores(phrases, hits, lengths, *totals).items():
-                scores[cid] = scores.get(cid, 0.0) + factor * score
+            words = [p[0] for p in phrases if len(p) == 1]
+            if words:
+                for cid, fid, score in self._bm25_of_words(words, *totals):
+                    scores[cid] = scores.get(cid, 0.0) + factor * score
+                    files[cid] = fid
+            longer = [p for p in phrases if len(p) > 1]
+            if longer:
+                # A phrase (an identifier such as FT-2026-0412) needs positions: read from the matches' tsvectors.
+                hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
+                lengths: dict[int, int] = {}
+                lexemes = sorted({t for p in longer for t in p})
+                for cid, fid, length, lexeme, positions, weights in self._execute(
+                        "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
+                        " FROM @.chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)"
+                        " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (_tsquery_of(longer), lexemes)):
+                    hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
+                    lengths[cid] = length
+                    files[cid] = fid
+                for cid, score in bm25_scores(longer, hits, lengths, *totals).items():
+                    scores[cid] = scores.get(cid, 0.0) + factor * score
         ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
         self._matches = (ids, np.fromiter((files[i] for i in scores), dtype=np.int64, count=len(scores)),
                          np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
+
+    def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> list[tuple[int, int, float]]:
+        """(chunk id, file id, bm25) of every chunk holding one of these words, computed by the server from the postings.
+
+        The formula of bm25_scores, in SQL: each word counted as often as the
+        expression names it, its frequency the weighted sum of its counts per class.
+        """
+        weights = _class_weights()
+        times: dict[str, int] = {}
+        for word in words:
+            times[word] = times.get(word, 0) + 1
+        return [(int(r[0]), int(r[1]), float(r[2])) for r in self._execute(
+            "WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(times)s::int[]) AS q(lexeme, times)),"
+            " p AS (SELECT p.chunk_id, p.file_id, p.lexeme, p.length,"
+            "       p.a * %(wa)s + p.b * %(wb)s + p.c * %(wc)s + p.d * %(wd)s AS freq"
+            "       FROM @.postings AS p WHERE p.lexeme = ANY(%(words)s)),"
+            " n AS (SELECT lexeme, greatest(ln((%(rows)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf"
+            "       FROM p GROUP BY lexeme)"
+            " SELECT p.chunk_id, p.file_id, sum(q.times * n.idf * p.freq * (%(k1)s + 1)"
+            "       / (p.freq + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s)))"
+            " FROM p JOIN n USING (lexeme) JOIN q USING (lexeme) GROUP BY p.chunk_id, p.file_id",
+            {"words": list(times), "times": list(times.values()), "wa": weights["A"], "wb": weights["B"],
+             "wc": weights["C"], "wd": weights["D"], "rows": float(rows), "k1": BM25_K1, "b": BM25_B,
+             "average": average if average > 0 else 1.0})]
 
     def _totals(self) -> tuple[int, float]:
         """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
