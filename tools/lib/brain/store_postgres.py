@@ -113,7 +113,8 @@ CREATE TABLE IF NOT EXISTS @.postings (
     b INTEGER NOT NULL,
     c INTEGER NOT NULL,
     d INTEGER NOT NULL,
-    PRIMARY KEY (lexeme, chunk_id)
+    -- Covering: a word's postings are read from the index alone, not from heap pages all over the table.
+    PRIMARY KEY (lexeme, chunk_id) INCLUDE (file_id, length, a, b, c, d)
 );
 CREATE INDEX IF NOT EXISTS postings_chunk ON @.postings(chunk_id);
 CREATE TABLE IF NOT EXISTS @.embedding_cache (
