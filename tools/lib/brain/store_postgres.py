@@ -135,6 +135,12 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
 # Statements that take a schema from version N-1 to N (`@.` names the schema); none yet: 4 is the first.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
+# Meta keys each query reads several times (how to stem it, which languages): kept this long
+# per store. They change only when an index is built or rebuilt, which a query a second
+# later sees; this process's own writes clear them at once.
+_QUERY_META = frozenset({"stemmer", "fts_tokenizer", "languages", "model"})
+META_SECONDS = 1.0
+
 _FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
 _CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
 
@@ -398,8 +404,8 @@ class PostgresStore:
         self.conn = self._pool.getconn()
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
-        self._porter_cached: bool | None = None
         self._totals_at: tuple[int, int, float] | None = None
+        self._meta_cache: dict[str, tuple[float, str | None]] = {}
         try:
             self._prepare(create, readonly)
         except BaseException:
@@ -507,10 +513,19 @@ class PostgresStore:
     # ------------------------------------------------------------ meta
 
     def get_meta(self, key: str) -> str | None:
+        """A meta value; the ones every query reads are kept for META_SECONDS (a round trip each cost more than the search)."""
+        if key in _QUERY_META:
+            kept = self._meta_cache.get(key)
+            if kept is not None and time.monotonic() - kept[0] < META_SECONDS:
+                return kept[1]
         row = self._execute("SELECT value FROM @.meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else None
+        value = row[0] if row else None
+        if key in _QUERY_META:
+            self._meta_cache[key] = (time.monotonic(), value)
+        return value
 
     def set_meta(self, items: dict[str, str]) -> None:
+        self._meta_cache.clear()
         with self.transaction() as conn:
             for key, value in items.items():
                 conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES (%s, %s)"
@@ -572,9 +587,7 @@ class PostgresStore:
         return self.get_meta("fts_tokenizer") or FTS_TOKENIZER
 
     def _porter(self) -> bool:
-        if self._porter_cached is None:
-            self._porter_cached = self.fts_tokenizer().startswith("porter")
-        return self._porter_cached
+        return self.fts_tokenizer().startswith("porter")  # not kept: a rebuild may swap in another tokenizer
 
     def import_embedding_cache(self, other: Any) -> int:
         """Copy cached vectors into this corpus; returns how many it gained.
