@@ -2,9 +2,10 @@
 
 One schema per corpus (`brain_<name>`) holds the same tables as the SQLite
 file: `files`, `chunks` (with a pgvector `vector` column and a weighted
-`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`,
-and `state` (schema version, and a counter every write bumps so warm readers
-know to reload). Everything above this module sees a Store.
+`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`;
+and `postings` (each word of each chunk with its count per field class: what
+bm25() is summed from) and `state` (schema version, and a counter every write
+bumps so warm readers know to reload). Everything above this module sees a Store.
 
 Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
 FTS5 makes them: brain stems each file's words in its language (the same
@@ -15,9 +16,10 @@ B heading/path, D body). PostgreSQL's own parser and language configurations
 would split `FT-2026-0412` into signed numbers and stem the query a second
 time; this way a word matches the same chunks on both stores and fusion (in
 search.py) treats both alike. The ranking is FTS5's own bm25() with the field
-weights, computed from each matching chunk's positions and the table's counts
-(PostgreSQL's ts_rank has no inverse document frequency), so a keyword score
-means the same number on both stores.
+weights, summed by the server from the postings of the query's words (a
+phrase's from the tsvectors' positions), with the table's counts; PostgreSQL's
+ts_rank has no inverse document frequency. A keyword score means the same
+number on both stores.
 
 Every value goes to the server as a parameter; the only text spliced into SQL
 is the schema name, made of [a-z0-9_] and quoted as an identifier.
