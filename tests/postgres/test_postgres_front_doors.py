@@ -23,12 +23,7 @@ def test_cli_mcp_and_http_agree_on_postgres(
         config = notes / "brain.toml"
         config.write_text(f'store = "{store_url}"\n' + config.read_text(encoding="utf-8"), encoding="utf-8")
         # The copy's SQLite index is what the test renames a file against: the server's corpus
-        # starts equal to it (its vectors from that index's cache, nothing re-embedded).
-        store = open_store(load_settings(notes))
-        try:
-            store.import_embedding_cache(notes / ".brain" / "brain.sqlite")
-        finally:
-            store.close()
+        # starts equal to it, its vectors taken from that index's cache (nothing re-embedded).
         assert Brain(notes).index().chunks_embedded == 0
         return notes
 

@@ -896,7 +896,11 @@ def open_store(
     if location:
         from .store_postgres import PostgresStore
 
-        return PostgresStore(location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
+        store = PostgresStore(location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
+        if store.created and settings.database_path.exists():
+            # A folder moving to the server: the vectors its SQLite index holds are not computed again.
+            store.import_embedding_cache(settings.database_path)
+        return store
     return Store(settings.database_path, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
 
 

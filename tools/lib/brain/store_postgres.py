@@ -408,6 +408,7 @@ class PostgresStore:
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
         self._totals_at: tuple[int, int, float] | None = None
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
+        self.created = False  # True when this open made the corpus's schema
         try:
             self._prepare(create, readonly)
         except BaseException:
@@ -436,6 +437,7 @@ class PostgresStore:
                 raise BrainError(f"no index for corpus {self.corpus!r} at {self.shown} (schema {self.schema}); "
                                  "run `brain index` first")
             self._create()
+            self.created = True
         version = self._version() or 0
         if version > SCHEMA_VERSION:
             raise BrainError(f"{self.path} was written by a newer brain (schema {version}, this one reads "
