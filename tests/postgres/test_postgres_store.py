@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,26 @@ def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:
     assert shown.returncode == 0 and "postgresql://brain:***@db.example/notes" in shown.stdout and "secret" not in shown.stdout
     with pytest.raises(BrainError, match="no index for corpus"):
         PostgresStore(pg_server + "&corpus=never_made", "x", create=False)
+
+
+def test_two_machines_rebuilding_one_corpus_take_turns(tmp_path: Path, store_url: str) -> None:
+    """Two clones (their file locks are on different disks) rebuild the same corpus at once: both finish, one index."""
+    clones = []
+    for name in ("laptop", "server"):
+        root = tmp_path / name / "notes"
+        write(root, NOTES)
+        (root / "brain.toml").write_text(f'store = "{store_url}"\n', encoding="utf-8")
+        clones.append(root)
+    assert run_cli("--root", str(clones[0]), "index", env={"BRAIN_STORE": ""}).returncode == 0
+    env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
+    env.pop("BRAIN_STORE", None)
+    rebuilds = [subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full", "--json"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for root in clones]
+    for rebuild in rebuilds:
+        out, err = rebuild.communicate(timeout=600)
+        assert rebuild.returncode == 0, err
+        assert json.loads(out)["rebuilt"] is True
+    corpus = split_location(store_url)[1]
+    assert schemas(store_url).count(schema_name(corpus or "")) == 1
+    assert not [s for s in schemas(store_url) if s.endswith("__rebuild")]
+    assert all(n == 1 for _, _, n in chunk_rows(store_url)) and len({p for p, _, _ in chunk_rows(store_url)}) == 3

@@ -302,12 +302,23 @@ class Indexer:
 
     def _rebuild_on_server(self, discovery: sources.Discovery, started: float) -> ScanReport:
         """The full rebuild on PostgreSQL: a new schema beside the live one, swapped in with one transaction."""
-        from .store_postgres import PostgresStore
-
         live = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
         try:
+            with live.rebuild_lock():  # another machine's rebuild of this corpus finishes first
+                report = self._rebuild_schema_swap(live, discovery)
+        finally:
+            live.close()
+        report.rebuilt = True
+        report.database = live.path
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _rebuild_schema_swap(self, live: Any, discovery: sources.Discovery) -> ScanReport:
+        from .store_postgres import PostgresStore
+
+        try:
             fresh_schema = live.rebuild_schema()
-            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the writer lock is ours
+            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the rebuild lock is ours
             fresh = PostgresStore(live.location, live.corpus, tokenizer=self.tokenizer, stemmer=self.stemmer,
                                   schema=fresh_schema)
             try:
@@ -322,11 +333,6 @@ class Indexer:
             with contextlib.suppress(Exception):
                 live.drop_schema(live.rebuild_schema())  # the old index stays as it was
             raise
-        finally:
-            live.close()
-        report.rebuilt = True
-        report.database = live.path
-        report.seconds = time.monotonic() - started
         return report
 
     @staticmethod

@@ -1010,6 +1010,21 @@ class PostgresStore:
 
     # ------------------------------------------------------------ full rebuild
 
+    @contextlib.contextmanager
+    def rebuild_lock(self) -> Iterator[None]:
+        """Held for a whole rebuild: the nightly rebuilds of several clones, on several machines, run one after the other.
+
+        The file lock beside the SQLite path guards one machine only; this one is
+        the server's (a session advisory lock), so no rebuild drops the schema
+        another is still building.
+        """
+        self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.schema + ":rebuild",))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.schema + ":rebuild",))
+
     def rebuild_schema(self) -> str:
         """The schema a full rebuild of this corpus writes into, beside the live one."""
         return self.schema + REBUILD_SUFFIX
