@@ -224,7 +224,7 @@ def _has_password(url: str) -> bool:
     from urllib.parse import parse_qsl, urlsplit
 
     parts = urlsplit(url)
-    return parts.password is not None or any(key == "password" for key, _ in parse_qsl(parts.query))
+    return bool(parts.password) or any(key == "password" and value for key, value in parse_qsl(parts.query))
 
 
 def env_name(key: str) -> str:

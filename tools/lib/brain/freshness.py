@@ -79,7 +79,6 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     """Compare the index with the files (hashing each one when `verify`) and gather the freshness facts."""
     started = time.monotonic()
     embedder = embedder or Embedder(settings)
-    db_path = settings.database_path
     report = StatusReport(root=str(settings.root), database=index_name(settings), database_exists=index_exists(settings),
                           verified=verify)
     report.model_wanted = embedder.identity

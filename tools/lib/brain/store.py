@@ -910,9 +910,10 @@ def hide_password(location: str) -> str:
 
     parts = urlsplit(location)
     netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    if parts.password:
+        userinfo, _, host = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*/:")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
