@@ -810,8 +810,7 @@ class PostgresStore:
         scores are computed here as FTS5 computes them. `also`: further
         (MATCH expression, factor) pairs whose scores are added, scaled.
         """
-        scores: dict[int, float] = {}
-        files: dict[int, int] = {}
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (chunk ids, file ids, scores) to add up
         totals: tuple[int, float] | None = None
         porter = self._porter()
         for expression, factor in [(match, 1.0), *also]:
@@ -822,14 +821,14 @@ class PostgresStore:
                 totals = self._totals()
             words = [p[0] for p in phrases if len(p) == 1]
             if words:
-                for cid, fid, score in self._bm25_of_words(words, *totals):
-                    scores[cid] = scores.get(cid, 0.0) + factor * score
-                    files[cid] = fid
+                ids, files, scores = self._bm25_of_words(words, *totals)
+                parts.append((ids, files, factor * scores))
             longer = [p for p in phrases if len(p) > 1]
             if longer:
                 # A phrase (an identifier such as FT-2026-0412) needs positions: read from the matches' tsvectors.
                 hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
                 lengths: dict[int, int] = {}
+                file_of: dict[int, int] = {}
                 lexemes = sorted({t for p in longer for t in p})
                 for cid, fid, length, lexeme, positions, weights in self._execute(
                         "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
@@ -837,24 +836,36 @@ class PostgresStore:
                         " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (_tsquery_of(longer), lexemes)):
                     hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
                     lengths[cid] = length
-                    files[cid] = fid
-                for cid, score in bm25_scores(longer, hits, lengths, *totals).items():
-                    scores[cid] = scores.get(cid, 0.0) + factor * score
-        ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-        self._matches = (ids, np.fromiter((files[i] for i in scores), dtype=np.int64, count=len(scores)),
-                         np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
+                    file_of[cid] = fid
+                found = bm25_scores(longer, hits, lengths, *totals)
+                parts.append((np.fromiter(found.keys(), dtype=np.int64, count=len(found)),
+                              np.fromiter((file_of[c] for c in found), dtype=np.int64, count=len(found)),
+                              factor * np.fromiter(found.values(), dtype=np.float64, count=len(found))))
+        if not parts:
+            self._matches = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+            return
+        all_ids = np.concatenate([p[0] for p in parts])
+        all_files = np.concatenate([p[1] for p in parts])
+        all_scores = np.concatenate([p[2] for p in parts])
+        ids, first, inverse = np.unique(all_ids, return_index=True, return_inverse=True)
+        scores = np.zeros(len(ids), dtype=np.float64)
+        np.add.at(scores, inverse, all_scores)  # a chunk several expressions match: their scores add up
+        self._matches = (ids, all_files[first], scores)
 
-    def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> list[tuple[int, int, float]]:
-        """(chunk id, file id, bm25) of every chunk holding one of these words, computed by the server from the postings.
+    def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, file ids, bm25) of every chunk holding one of these words, computed by the server from the postings.
 
         The formula of bm25_scores, in SQL: each word counted as often as the
         expression names it, its frequency the weighted sum of its counts per class.
+        The answer comes back as three arrays in binary: thousands of rows made
+        into Python objects one by one cost more than the server's sum.
         """
         weights = _class_weights()
         times: dict[str, int] = {}
         for word in words:
             times[word] = times.get(word, 0) + 1
-        return [(int(r[0]), int(r[1]), float(r[2])) for r in self._execute(
+        query = self._sql(
+            "SELECT array_agg(chunk_id), array_agg(file_id), array_agg(score) FROM ("
             "WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(times)s::int[]) AS q(lexeme, times)),"
             " p AS (SELECT p.chunk_id, p.file_id, p.lexeme, p.length,"
             "       p.a * %(wa)s + p.b * %(wb)s + p.c * %(wc)s + p.d * %(wd)s AS freq"
@@ -862,11 +873,20 @@ class PostgresStore:
             " n AS (SELECT lexeme, greatest(ln((%(rows)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf"
             "       FROM p GROUP BY lexeme)"
             " SELECT p.chunk_id, p.file_id, sum(q.times * n.idf * p.freq * (%(k1)s + 1)"
-            "       / (p.freq + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s)))"
-            " FROM p JOIN n USING (lexeme) JOIN q USING (lexeme) GROUP BY p.chunk_id, p.file_id",
-            {"words": list(times), "times": list(times.values()), "wa": weights["A"], "wb": weights["B"],
-             "wc": weights["C"], "wd": weights["D"], "rows": float(rows), "k1": BM25_K1, "b": BM25_B,
-             "average": average if average > 0 else 1.0})]
+            "       / (p.freq + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s))) AS score"
+            " FROM p JOIN n USING (lexeme) JOIN q USING (lexeme) GROUP BY p.chunk_id, p.file_id) AS s")
+        params = {"words": list(times), "times": list(times.values()), "wa": weights["A"], "wb": weights["B"],
+                  "wc": weights["C"], "wd": weights["D"], "rows": float(rows), "k1": BM25_K1, "b": BM25_B,
+                  "average": average if average > 0 else 1.0}
+        try:
+            with self.conn.cursor(binary=True) as cur:
+                row = cur.execute(query, params).fetchone()
+        except self._psycopg.OperationalError as exc:
+            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
+                             "check the server and try again") from None
+        if row is None or row[0] is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return (np.array(row[0], dtype=np.int64), np.array(row[1], dtype=np.int64), np.array(row[2], dtype=np.float64))
 
     def _totals(self) -> tuple[int, float]:
         """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
