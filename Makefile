@@ -22,15 +22,16 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) -e .
 	touch $(STAMP)
 
-# The tests' tools and `brain eval`'s metrics library (ranx, ~450 MB with its own dependencies).
+# The tests' tools, `brain eval`'s metrics library (ranx, ~450 MB with its own dependencies)
+# and the PostgreSQL store's driver (its tests start a self-contained server from dev, ~50 MB).
 $(TESTSTAMP): $(STAMP)
-	$(PIP) -e '.[dev,eval]'
+	$(PIP) -e '.[dev,eval,postgres]'
 	touch $(TESTSTAMP)
 
 setup: $(STAMP)
 
 torch: $(TESTSTAMP)
-	$(PIP) "$(TORCH)" -e '.[dev,eval,torch]'
+	$(PIP) "$(TORCH)" -e '.[dev,eval,postgres,torch]'
 
 demo: setup
 	@echo "Indexing $(EXAMPLE) (a progress bar shows on a terminal)"

@@ -18,7 +18,7 @@ from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
-from .store import Store
+from .store import Store, hide_password, index_exists, index_name, open_store
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class Brain:
                         "seconds": round(report.seconds, 3),
                     })
         except BaseException as exc:
-            if db.exists():
+            if index_exists(self.settings):
                 try:
                     with _open(self.settings) as store:
                         store.record_rebuild({"at": started, "ok": False, "error": failure_words(exc)})
@@ -156,17 +156,15 @@ class Brain:
 
     def stats(self) -> dict[str, Any]:
         """What the index holds: counts, cache use, size on disk, model, biggest files."""
-        db = self.settings.database_path
-        if not db.exists():
-            raise BrainError(f"no index at {db}; run `brain index` first")
+        if not index_exists(self.settings):
+            raise BrainError(f"no index at {index_name(self.settings)}; run `brain index` first")
         with _open(self.settings) as store:
             counts = store.counts()
             hits = int(store.get_meta("cache_hits") or 0)
             misses = int(store.get_meta("cache_misses") or 0)
-            size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file() and not p.name.endswith(".lock"))
             return {
-                "database": str(db),
-                "database_bytes": size,
+                "database": index_name(self.settings),
+                "database_bytes": store.disk_bytes(),
                 **counts,
                 "cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
                 "model": store.get_meta("model"),
@@ -217,7 +215,8 @@ class Brain:
     def config_rows(self) -> list[dict[str, Any]]:
         """Every setting with its effective value, where it came from, and what it does."""
         return [
-            {"key": spec.key, "value": self.settings[spec.key], "origin": self.settings.origins[spec.key], "help": spec.help}
+            {"key": spec.key, "value": hide_password(self.settings[spec.key]) if spec.key == "store" else self.settings[spec.key],
+             "origin": self.settings.origins[spec.key], "help": spec.help}
             for spec in SETTINGS
         ]
 
@@ -235,7 +234,7 @@ class _open:
     """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
 
     def __init__(self, settings: Settings, *, create: bool = True) -> None:
-        self.store = Store(settings.database_path, create=create)
+        self.store = open_store(settings, create=create)
 
     def __enter__(self) -> Store:
         return self.store

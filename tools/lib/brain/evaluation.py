@@ -36,7 +36,7 @@ from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer
 from .search import Searcher
-from .store import Store
+from .store import index_exists, index_name, open_store
 
 # ranx metric name → column title. R@100 needs 100 results per query.
 METRICS: dict[str, str] = {
@@ -177,7 +177,13 @@ def _index_settings(base: Settings, root: Path, cache_dir: Path, overrides: dict
     settings = with_overrides(base, overrides)
     settings.root = root
     key = json.dumps({k: settings.values[k] for k in INDEX_KEYS}, sort_keys=True)
-    settings.values["database"] = str(cache_dir / f"index-{hashlib.sha256(key.encode()).hexdigest()[:10]}.sqlite")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    settings.values["database"] = str(cache_dir / f"index-{digest}.sqlite")
+    if settings.values.get("store"):
+        # On a server the index is a corpus (schema) of its own, named like the file would be.
+        corpus = re.sub(r"[^a-z0-9_]+", "_", f"eval_{cache_dir.name}_{digest}".lower())
+        separator = "&" if "?" in str(settings.values["store"]) else "?"
+        settings.values["store"] = f"{settings.values['store']}{separator}corpus={corpus}"
     return settings
 
 
@@ -380,14 +386,14 @@ def parse_modes(text: str | None, default_fusion: str) -> list[tuple[str, str, s
 def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bool) -> dict[str, Any]:
     """Index the collection into its own database (reused when nothing changed)."""
     db_path = collection.settings.database_path
-    existed = db_path.exists()
+    existed = index_exists(collection.settings)
     if not existed:
         # A sibling index of the same corpus (other chunking or tokenizer) already holds
         # most vectors: start from its cache instead of re-embedding everything.
         siblings = sorted(db_path.parent.glob("index-*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
         if siblings:
-            store = Store(db_path, tokenizer=collection.settings["search.fts_tokenizer"],
-                          stemmer=collection.settings["search.stemmer"])
+            store = open_store(collection.settings, tokenizer=collection.settings["search.fts_tokenizer"],
+                               stemmer=collection.settings["search.stemmer"])
             try:
                 store.import_embedding_cache(siblings[0])
             finally:
@@ -397,7 +403,7 @@ def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bo
         first = report.failed[0]
         raise BrainError(f"{len(report.failed)} files failed to index (first: {first['path']}: {first['reason']})")
     return {
-        "database": str(db_path),
+        "database": index_name(collection.settings),
         "reused": existed and not report.added and not report.updated and not report.rebuilt,
         "seconds": round(report.seconds, 2),
         "files": len(report.added) + len(report.updated) + report.unchanged,

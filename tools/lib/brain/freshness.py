@@ -20,7 +20,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import KEYWORD_KEYS, identity_mismatch, model_identity
-from .store import SCHEMA_VERSION, Store
+from .store import SCHEMA_VERSION, index_exists, index_name, open_store
 
 
 @dataclass
@@ -80,15 +80,15 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     """Compare the index with the files (hashing each one when `verify`) and gather the freshness facts."""
     started = time.monotonic()
     embedder = embedder or Embedder(settings)
-    db_path = settings.database_path
-    report = StatusReport(root=str(settings.root), database=str(db_path), database_exists=db_path.exists(), verified=verify)
+    report = StatusReport(root=str(settings.root), database=index_name(settings), database_exists=index_exists(settings),
+                          verified=verify)
     report.model_wanted = embedder.identity
     discovery = sources.discover(settings)
     on_disk = {f.rel: f for f in discovery.files}
     report.files_on_disk = len(on_disk)
     rows: dict[str, Any] = {}
     if report.database_exists:
-        store = Store(db_path, create=False, readonly=True)
+        store = open_store(settings, create=False, readonly=True)
         try:
             rows = store.all_files()
             report.indexed_commit = store.indexed_commit()

@@ -37,7 +37,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport, identity_mismatch, model_identity
-from .store import Store
+from .store import index_exists, open_store
 
 # The hooks brain installs: every git command that moves HEAD or rewrites the work tree.
 HOOK_NAMES = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
@@ -320,15 +320,14 @@ def sync(settings: Settings, embedder: Embedder | None = None, *, hook: str | No
 
 def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> None:
     embedder = indexer.embedder
-    db_path = settings.database_path
     top = git_top(settings.root)
     head = head_commit(top) if top is not None else None
     report.to_commit = head
     recorded: str | None = None
     mismatch: str | None = None
     recorded_subs: dict[str, str] = {}
-    if db_path.exists():
-        store = Store(db_path)
+    if index_exists(settings):
+        store = open_store(settings)
         try:
             recorded = store.indexed_commit()
             mismatch = identity_mismatch(store, model_identity(embedder, settings))
@@ -380,7 +379,7 @@ def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> No
         report.scan = indexer.scan()
     elif report.action == "diff":
         report.scan = indexer.reindex_paths(paths)
-    store = Store(db_path)
+    store = open_store(settings)
     try:
         if head is not None:
             store.record_indexed_commit(head)

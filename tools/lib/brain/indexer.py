@@ -23,7 +23,7 @@ from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
 from .errors import BrainError, Interrupted
-from .store import KEYWORD_FIELDS, NewChunk, Store, writer_lock
+from .store import KEYWORD_FIELDS, NewChunk, Store, index_exists, open_store, store_location, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
 # to keep the model's batches full, small enough to bound memory.
@@ -299,7 +299,7 @@ class Indexer:
         db_path = self.settings.database_path
         with self.writing():
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
-            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
+            store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 wanted = model_identity(self.embedder, self.settings)
                 if identity_mismatch(store, wanted) is not None:
@@ -356,11 +356,11 @@ class Indexer:
             else:
                 picked.append(found)
         db_path = self.settings.database_path
-        if refuse_unknown and gone and not db_path.exists():
+        if refuse_unknown and gone and not index_exists(self.settings):
             raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
         with self.writing():
             remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
-            store = Store(db_path, tokenizer=self.tokenizer, stemmer=self.stemmer)
+            store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
                 existing = store.all_files()
                 unknown = [p for p in gone if p not in existing] if refuse_unknown else []
@@ -403,6 +403,8 @@ class Indexer:
         return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
+        if store_location(self.settings):
+            return self._rebuild_on_server(discovery, started)
         db_path = self.settings.database_path
         fresh_path = rebuild_path(db_path)
         remove_rebuild_files(db_path)
@@ -438,6 +440,41 @@ class Indexer:
         report.rebuilt = True
         report.database = str(db_path)
         report.seconds = time.monotonic() - started
+        return report
+
+    def _rebuild_on_server(self, discovery: sources.Discovery, started: float) -> ScanReport:
+        """The full rebuild on PostgreSQL: a new schema beside the live one, swapped in with one transaction."""
+        live = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
+        try:
+            with live.rebuild_lock():  # another machine's rebuild of this corpus finishes first
+                report = self._rebuild_schema_swap(live, discovery)
+        finally:
+            live.close()
+        report.rebuilt = True
+        report.database = live.path
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _rebuild_schema_swap(self, live: Any, discovery: sources.Discovery) -> ScanReport:
+        from .store_postgres import PostgresStore
+
+        try:
+            fresh_schema = live.rebuild_schema()
+            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the rebuild lock is ours
+            fresh = PostgresStore(live.location, live.corpus, tokenizer=self.tokenizer, stemmer=self.stemmer,
+                                  schema=fresh_schema)
+            try:
+                # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
+                fresh.import_embedding_cache(live.schema)
+                report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
+                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            finally:
+                fresh.close()
+            live.swap_in(fresh_schema)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                live.drop_schema(live.rebuild_schema())  # the old index stays as it was
+            raise
         return report
 
     @staticmethod

@@ -25,7 +25,7 @@ from .excerpt import fold, relevant_excerpt
 from .operations import MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
-from .store import FIELDS, ChunkRow, FileRow, Store
+from .store import FIELDS, ChunkRow, FileRow, Store, open_store
 from .texts import FileGone, TextReader, TextUnavailable
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
@@ -503,7 +503,7 @@ class Searcher:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.settings.database_path, create=False)
+            self._store = open_store(self.settings, create=False)
             self._check_identity(self._store)
         return self._store
 

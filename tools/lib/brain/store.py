@@ -800,6 +800,11 @@ class Store:
             "SELECT f.path, count(c.id) AS n FROM files f JOIN chunks c ON c.file_id = f.id"
             " GROUP BY f.id ORDER BY n DESC, f.path LIMIT ?", (limit,)))
 
+    def disk_bytes(self) -> int:
+        """Bytes the index takes on disk: the file with its -wal and -shm (not the lock file)."""
+        return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*")
+                   if p.is_file() and not p.name.endswith(".lock"))
+
     def checkpoint(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -870,3 +875,63 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
         with contextlib.suppress(OSError):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()
+
+
+# ------------------------------------------------------------ choosing the store
+# `store` (brain.toml or BRAIN_STORE) empty: the SQLite file at `database`; a
+# postgresql:// URL: that server, one schema per notes folder. Every other room
+# opens its index through these, so nothing above the store knows which one it has.
+
+
+def store_location(settings: Any) -> str:
+    """The `store` setting: '' for the SQLite file, else a PostgreSQL URL."""
+    return str(settings.values.get("store") or "")
+
+
+def open_store(
+    settings: Any, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
+) -> Any:
+    """The index of these settings: a Store on the SQLite file, or a PostgresStore on the server `store` names."""
+    location = store_location(settings)
+    if location:
+        from .store_postgres import PostgresStore
+
+        store = PostgresStore(location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
+        if store.created and settings.database_path.exists():
+            # A folder moving to the server: the vectors its SQLite index holds are not computed again.
+            store.import_embedding_cache(settings.database_path)
+        return store
+    return Store(settings.database_path, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
+
+
+def hide_password(location: str) -> str:
+    """A store URL as it may be shown (`config show`): a password in it (from BRAIN_STORE) replaced by ***."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(location)
+    netloc = parts.netloc
+    if parts.password:
+        userinfo, _, host = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*/:")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def index_exists(settings: Any) -> bool:
+    """True when the index of these settings has been made (the file exists, or the server holds the corpus)."""
+    location = store_location(settings)
+    if location:
+        from .store_postgres import index_exists as on_server
+
+        return on_server(location, settings.root.name)
+    return settings.database_path.exists()
+
+
+def index_name(settings: Any) -> str:
+    """How reports name the index: the SQLite file's path, or the server and schema (never a password)."""
+    location = store_location(settings)
+    if location:
+        from .store_postgres import schema_name, shown_location, split_location
+
+        return f"{shown_location(location)}#{schema_name(split_location(location)[1] or settings.root.name)}"
+    return str(settings.database_path)

@@ -1,0 +1,246 @@
+"""The index on PostgreSQL + pgvector: every command on a real server, started by the session (conftest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from brain import Brain
+from brain.errors import BrainError
+from brain.store import open_store
+from brain.store_postgres import PostgresStore, schema_name, split_location, tsquery_literal, tsvector_literal
+from conftest import PROJECT, git, init_repo, run_cli, write
+
+NOTES = {
+    "projects/nexum.md": "---\ntitle: Nexum clinic\nstatus: active\n---\n# Nexum\n\n"
+                         "Il progetto Laravel per la clinica usa code e notifiche via email.\n",
+    "ops/nginx.md": "# Nginx\n\nThe nginx SSL certificate renews with certbot every month. Ticket FT-2026-0412.\n",
+    "old/archive.md": "---\nstatus: archived\n---\n# Old garden\n\nNotes about gardening and tomatoes.\n",
+}
+
+
+def chunk_rows(url: str) -> list[tuple[str, int, int]]:
+    """(path, seq, count) of every chunk seq stored more than once, and the total rows per file, straight from SQL."""
+    conninfo, corpus = split_location(url)
+    schema = schema_name(corpus or "")
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute(
+            f'SELECT f.path, c.seq, count(*) FROM "{schema}".chunks c JOIN "{schema}".files f ON f.id = c.file_id'
+            " GROUP BY f.path, c.seq ORDER BY 1, 2").fetchall()
+
+
+def schemas(url: str) -> list[str]:
+    conninfo, _ = split_location(url)
+    with psycopg.connect(conninfo) as conn:
+        return [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'brain_%' ORDER BY 1")]
+
+
+def test_index_search_every_mode_get_grep_ask_status_stats(tmp_path: Path, store_url: str) -> None:
+    root = tmp_path / "notes"
+    write(root, NOTES)
+    brain = Brain(root)
+    report = brain.index()
+    assert sorted(report.added) == sorted(NOTES) and not report.failed
+    assert not (root / ".brain" / "brain.sqlite").exists()  # nothing went to the SQLite file
+    assert report.database.startswith("postgresql://") and "#brain_t" in report.database
+
+    # Keyword half: stems (Italian "progetti" finds "progetto"), identifiers whole, typos corrected.
+    assert brain.search("progetti clinica", mode="bm25").results[0].path == "projects/nexum.md"
+    assert brain.search("FT-2026-0412", mode="bm25").results[0].path == "ops/nginx.md"
+    typo = brain.search("certifcate", mode="bm25")
+    assert typo.results[0].path == "ops/nginx.md" and typo.also_searched == ["certificate"]
+    # Vector and hybrid halves, across languages.
+    assert brain.search("web server TLS renewal", mode="vector").results[0].path == "ops/nginx.md"
+    hybrid = brain.search("Laravel clinic project", mode="hybrid")
+    assert hybrid.results[0].path == "projects/nexum.md"
+    assert all(h.vector_score is not None and h.keyword_score is not None for h in hybrid.results)
+    # Filters, path prefix, explain (fields), excerpts.
+    assert [h.path for h in brain.search("notes", where=["status!=archived"], mode="bm25").results] != ["old/archive.md"]
+    assert [h.path for h in brain.search("gardening", path_prefix="ops/", mode="bm25").results] == []
+    explained = brain.search("nginx certificate", mode="hybrid").results[0]
+    assert explained.explain is not None and explained.explain["keyword"]["fields"]["body"]
+    assert "heading" in explained.explain["keyword"]["fields"]  # "Nginx" is its heading
+    with_excerpt = brain.search("certbot", mode="bm25", excerpt_chars=200).results[0]
+    assert "certbot" in (with_excerpt.excerpt or "") and with_excerpt.content_len
+    # Whatever a person types is a parameter, never SQL or tsquery syntax.
+    for hostile in ["'; DROP TABLE files; --", "a & b | !c <-> d:*", "\"quoted", "C++ #1234", "it\\'s"]:
+        brain.search(hostile, mode="bm25")
+    assert brain.search("tomatoes", mode="bm25").results[0].path == "old/archive.md"
+
+    text = brain.get_file("ops/nginx.md")
+    assert "certbot" in text.to_dict()["text"]
+    found = brain.grep(r"cert\w+")
+    assert [m["path"] for m in found.to_dict()["matches"]] == ["ops/nginx.md"]
+    asked = brain.ask("how does the nginx certificate renew?")
+    assert asked.answer is None and asked.sources and asked.sources[0].path == "ops/nginx.md"
+
+    status = brain.status()
+    assert status.clean and status.files_indexed == 3 and status.schema_version == status.schema_supported
+    stats = brain.stats()
+    assert stats["files"] == 3 and stats["chunks"] == stats["embedded_chunks"] >= 3 and stats["database_bytes"] > 0
+    brain.close()
+
+
+def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str) -> None:
+    root = init_repo(tmp_path / "notes")
+    write(root, NOTES)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    brain = Brain(root)
+    brain.index()
+    searcher_version = brain.searcher.store.data_version()  # a warm reader, as `brain serve` keeps one
+
+    (root / "ops" / "nginx.md").write_text("# Nginx\n\nThe nginx certificate now renews with acme.sh.\n")
+    git(root, "mv", "projects/nexum.md", "projects/nexum-clinic.md")
+    git(root, "rm", "-q", "old/archive.md")
+    git(root, "commit", "-qam", "edit, rename, delete")
+    sync = brain.sync()
+    assert sync.action == "diff" and sync.scan is not None
+    assert sync.scan.updated == ["ops/nginx.md"] and sync.scan.removed == ["old/archive.md"]
+    assert sync.scan.moved == [{"from": "projects/nexum.md", "to": "projects/nexum-clinic.md"}]
+    assert sync.scan.chunks_embedded == 1  # the rename re-embedded nothing
+    assert brain.searcher.store.data_version() != searcher_version
+    assert brain.search("acme", mode="bm25").results[0].path == "ops/nginx.md"
+    assert brain.search("certbot", mode="bm25").results == []
+    assert brain.search("tomatoes", mode="bm25").results == []
+    # The renamed note is found by its new folder-name field, and only once.
+    hits = brain.search("nexum clinic", mode="hybrid").results
+    assert [h.path for h in hits].count("projects/nexum-clinic.md") == 1
+    assert brain.status().clean and brain.status().indexed_commit == git(root, "rev-parse", "HEAD").strip()
+    assert all(n == 1 for _, _, n in chunk_rows(store_url))
+
+    before = schemas(store_url)
+    rebuilt = brain.index(full=True)
+    assert rebuilt.rebuilt and rebuilt.chunks_embedded == 0  # every vector from the old schema's cache
+    assert schemas(store_url) == before  # swapped under the same name, no rebuild schema left
+    assert brain.search("acme", mode="hybrid").results[0].path == "ops/nginx.md"  # the warm reader sees the new schema
+    assert brain.status().last_rebuild["ok"] is True
+    brain.close()
+
+
+_WRITER = r"""
+import sys
+import numpy as np
+from brain.store import NewChunk
+from brain.store_postgres import PostgresStore
+
+url, who = sys.argv[1], sys.argv[2]
+store = PostgresStore(url, "ignored", stemmer="auto")
+vector = np.ones(4, dtype=np.float32).tobytes()
+for round in range(30):
+    for n in range(3):
+        chunks = [NewChunk(f"{who} round {round} part {k}", "# H", k + 1, k + 1, [], None, vector) for k in range(4)]
+        store.replace_file(path=f"shared/{n}.md", hash=f"{who}{round}", size=1, mtime_ns=1, metadata={}, warning=None,
+                           page_starts=[], chunks=chunks, title="shared", path_text="shared")
+store.close()
+"""
+
+
+def test_concurrent_writers_in_separate_processes_leave_no_duplicate_chunks(store_url: str) -> None:
+    # No schema yet: the three also race to create it.
+    env = {"PYTHONPATH": str(PROJECT / "tools" / "lib")}
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, store_url, who], env=env, stderr=subprocess.PIPE, text=True)
+               for who in ("a", "b", "c")]
+    for writer in writers:
+        _, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+    rows = chunk_rows(store_url)
+    assert [(path, seq) for path, seq, _ in rows] == [(f"shared/{n}.md", k) for n in range(3) for k in range(4)]
+    assert all(count == 1 for _, _, count in rows)
+    store = PostgresStore(store_url, "ignored")
+    try:
+        for n in range(3):
+            chunks = store.file_chunks(store.get_file(f"shared/{n}.md").id)
+            assert len({c.text.split(" round")[0] for c in chunks}) == 1  # one writer's file, never a mix
+    finally:
+        store.close()
+
+
+def test_tokens_match_fts5_and_queries_are_literals() -> None:
+    # Identifiers stay whole words, accents and case fold, porter on top when the tokenizer has it.
+    vector = tsvector_literal([("title", "Perché"), ("body", "FT-2026-0412 running")], porter=True)
+    assert vector == "'perch':1A 'ft':3D '2026':4D '0412':5D 'run':6D"  # position 2 parts the fields
+    assert tsquery_literal('"ft 2026 0412" OR "perché"', porter=False) == "('ft' <-> '2026' <-> '0412') | ('perche')"
+    assert tsquery_literal("\"it's\" OR \"'; drop\"", porter=False) == "('it' <-> 's') | ('drop')"
+    assert tsquery_literal('"" OR "--"', porter=False) is None
+
+
+def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same notes on both stores: every keyword hit has the same BM25 (fusion then treats them alike)."""
+    notes = dict(NOTES)
+    notes["ops/nginx-more.md"] = "# Nginx again\n\nnginx nginx reverse proxy; the certificate chain of nginx.\n"
+    on_server, in_file = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
+    write(on_server, notes)
+    write(in_file, notes)
+    server_brain = Brain(on_server)
+    server_brain.index()
+    monkeypatch.delenv("BRAIN_STORE")
+    file_brain = Brain(in_file)
+    file_brain.index()
+    assert (in_file / ".brain" / "brain.sqlite").exists()
+    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate"]:
+        scores = []
+        for brain in (server_brain, file_brain):
+            hits = brain.search(query, mode="bm25", chunks=True, limit=20).results
+            scores.append({(h.path, h.start_line): h.explain["keyword"]["bm25"] for h in hits})
+        assert scores[0].keys() == scores[1].keys() and scores[0], query
+        for key, value in scores[1].items():
+            assert scores[0][key] == pytest.approx(value, rel=1e-6), (query, key)
+    server_brain.close()
+    file_brain.close()
+
+
+def test_a_newer_schema_is_refused_and_nothing_is_written(store_url: str) -> None:
+    store = PostgresStore(store_url, "ignored")
+    store.conn.execute(f'UPDATE "{store.schema}".state SET schema_version = 99')
+    store.close()
+    with pytest.raises(BrainError, match="written by a newer brain \\(schema 99"):
+        PostgresStore(store_url, "ignored")
+
+
+def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:
+    root = tmp_path / "notes"
+    write(root, {"a.md": "alpha\n"})
+    unreachable = "postgresql://brain@127.0.0.1:1/notes"
+    done = run_cli("--root", str(root), "search", "alpha", env={"BRAIN_STORE": unreachable}, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "cannot reach PostgreSQL at postgresql://brain@127.0.0.1:1/notes" in done.stderr
+    (root / "brain.toml").write_text('store = "postgresql://brain:secret@db.example/notes"\n')
+    done = run_cli("--root", str(root), "status", timeout=120)
+    assert done.returncode != 0 and "must not hold a password" in done.stderr and "secret" not in done.stderr
+    (root / "brain.toml").write_text("")
+    done = run_cli("--root", str(root), "config", "set", "store", "postgresql://brain:secret@db.example/notes", timeout=120)
+    assert done.returncode != 0 and "secret" not in (root / "brain.toml").read_text()
+    shown = run_cli("--root", str(root), "config", "show", env={"BRAIN_STORE": "postgresql://brain:secret@db.example/notes"})
+    assert shown.returncode == 0 and "postgresql://brain:***@db.example/notes" in shown.stdout and "secret" not in shown.stdout
+    with pytest.raises(BrainError, match="no index for corpus"):
+        PostgresStore(pg_server + "&corpus=never_made", "x", create=False)
+
+
+def test_two_machines_rebuilding_one_corpus_take_turns(tmp_path: Path, store_url: str) -> None:
+    """Two clones (their file locks are on different disks) rebuild the same corpus at once: both finish, one index."""
+    clones = []
+    for name in ("laptop", "server"):
+        root = tmp_path / name / "notes"
+        write(root, NOTES)
+        (root / "brain.toml").write_text(f'store = "{store_url}"\n', encoding="utf-8")
+        clones.append(root)
+    assert run_cli("--root", str(clones[0]), "index", env={"BRAIN_STORE": ""}).returncode == 0
+    env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
+    env.pop("BRAIN_STORE", None)
+    rebuilds = [subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full", "--json"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for root in clones]
+    for rebuild in rebuilds:
+        out, err = rebuild.communicate(timeout=600)
+        assert rebuild.returncode == 0, err
+        assert json.loads(out)["rebuilt"] is True
+    corpus = split_location(store_url)[1]
+    assert schemas(store_url).count(schema_name(corpus or "")) == 1
+    assert not [s for s in schemas(store_url) if s.endswith("__rebuild")]
+    assert all(n == 1 for _, _, n in chunk_rows(store_url)) and len({p for p, _, _ in chunk_rows(store_url)}) == 3

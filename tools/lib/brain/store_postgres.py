@@ -1,0 +1,1081 @@
+"""The index in PostgreSQL with pgvector: the same interface as store.Store, for a team's shared server.
+
+One schema per corpus (`brain_<name>`) holds the same tables as the SQLite
+file: `files`, `chunks` (with a pgvector `vector` column and a weighted
+`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`;
+and `postings` (each word of each chunk with its count per field class: what
+bm25() is summed from) and `state` (schema version, and a counter every write
+bumps so warm readers know to reload). Everything above this module sees a Store.
+
+Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
+FTS5 makes them: brain stems each file's words in its language (the same
+Snowball stemmer and the same `search.stemmer = auto` decision as the SQLite
+store), folds accents and case, applies porter when the tokenizer names it,
+and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
+B heading/path, D body). PostgreSQL's own parser and language configurations
+would split `FT-2026-0412` into signed numbers and stem the query a second
+time; this way a word matches the same chunks on both stores and fusion (in
+search.py) treats both alike. The ranking is FTS5's own bm25() with the field
+weights, summed by the server from the postings of the query's words (a
+phrase's from the tsvectors' positions), with the table's counts; PostgreSQL's
+ts_rank has no inverse document frequency. A keyword score means the same
+number on both stores.
+
+Every value goes to the server as a parameter; the only text spliced into SQL
+is the schema name, made of [a-z0-9_] and quoted as an identifier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from .errors import BrainError
+from .excerpt import fold
+from .stemming import AUTO as AUTO_STEMMER
+from .stemming import NONE as NO_STEMMER
+from .stemming import detect_language
+from .stemming import query_languages as query_languages_for
+from .stemming import stemmer as stemmer_for
+from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER, ChunkRow, FileRow, NewChunk
+
+# The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
+# vectors in pgvector, keywords in a weighted tsvector.
+SCHEMA_VERSION = 4
+SCHEMA_PREFIX = "brain_"
+REBUILD_SUFFIX = "__rebuild"
+INSTALL_HINT = "pip install 'brain-search[postgres]'"
+# PostgreSQL has four weight classes (D, C, B, A); the five fields share them by FIELD_WEIGHTS.
+FIELD_CLASSES = {"title": "A", "meta": "A", "heading": "B", "path": "B", "body": "D"}
+MAX_POSITION = 16383  # the largest position a tsvector stores; later words share it
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps as a token
+_TERM = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 term (search.fts_match makes only these, OR-joined)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS @.state (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    schema_version INTEGER NOT NULL,
+    data_version BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS @.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS @.files (
+    id BIGSERIAL PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    hash TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'ok',
+    warning TEXT,
+    page_starts TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    language TEXT NOT NULL DEFAULT '',
+    meta_text TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS files_hash ON @.files(hash);
+CREATE TABLE IF NOT EXISTS @.chunks (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    heading_path TEXT NOT NULL DEFAULT '',
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    pages TEXT,
+    embed_hash TEXT,
+    vector #VECTOR#,
+    fts_heading TEXT NOT NULL DEFAULT '',
+    fts_text TEXT NOT NULL DEFAULT '',
+    fts_title TEXT NOT NULL DEFAULT '',
+    fts_meta TEXT NOT NULL DEFAULT '',
+    fts_path TEXT NOT NULL DEFAULT '',
+    tsv TSVECTOR NOT NULL,
+    length INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
+CREATE TABLE IF NOT EXISTS @.postings (
+    lexeme TEXT COLLATE "C" NOT NULL,
+    chunk_id BIGINT NOT NULL REFERENCES @.chunks(id) ON DELETE CASCADE,
+    file_id BIGINT NOT NULL,
+    length INTEGER NOT NULL,
+    a INTEGER NOT NULL,
+    b INTEGER NOT NULL,
+    c INTEGER NOT NULL,
+    d INTEGER NOT NULL,
+    -- Covering: a word's postings are read from the index alone, not from heap pages all over the table.
+    PRIMARY KEY (lexeme, chunk_id) INCLUDE (file_id, length, a, b, c, d)
+);
+CREATE INDEX IF NOT EXISTS postings_chunk ON @.postings(chunk_id);
+CREATE TABLE IF NOT EXISTS @.embedding_cache (
+    hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (hash, model)
+);
+CREATE TABLE IF NOT EXISTS @.extracted_text (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    page_starts TEXT,
+    created_at TEXT NOT NULL
+)
+"""
+
+# Statements that take a schema from version N-1 to N (`@.` names the schema); none yet: 4 is the first.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+
+# Meta keys each query reads several times (how to stem it, which languages): kept this long
+# per store. They change only when an index is built or rebuilt, which a query a second
+# later sees; this process's own writes clear them at once.
+_QUERY_META = frozenset({"stemmer", "fts_tokenizer", "languages", "model"})
+META_SECONDS = 1.0
+
+_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
+_CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
+
+
+def is_postgres_location(location: str | None) -> bool:
+    """True when a `store` setting names a PostgreSQL server (postgresql://… or postgres://…)."""
+    return bool(location) and str(location).startswith(("postgresql://", "postgres://"))
+
+
+def split_location(location: str) -> tuple[str, str | None]:
+    """(libpq connection URL, corpus name or None): `?corpus=NAME` is brain's, not libpq's, so it is taken out."""
+    parts = urlsplit(location)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    corpus = next((v for k, v in query if k == "corpus"), None)
+    kept = urlencode([(k, v) for k, v in query if k != "corpus"])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, kept, parts.fragment)), corpus
+
+
+def shown_location(location: str) -> str:
+    """The server and database of a store URL, as messages name it (no password, no options)."""
+    parts = urlsplit(location)
+    host = parts.hostname or dict(parse_qsl(parts.query)).get("host") or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    user = f"{parts.username}@" if parts.username else ""
+    return f"postgresql://{user}{host}{port}{parts.path or '/'}"
+
+
+def schema_name(corpus: str) -> str:
+    """The schema that holds a corpus: `brain_` and the name in [a-z0-9_] (at most 63 bytes with the rebuild suffix)."""
+    cleaned = re.sub(r"[^a-z0-9_]+", "_", fold(corpus)).strip("_") or "notes"
+    return SCHEMA_PREFIX + cleaned[: 63 - len(SCHEMA_PREFIX) - len(REBUILD_SUFFIX)]
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise BrainError(f"`store` names a PostgreSQL server but its driver is not installed; run: {INSTALL_HINT}") from None
+    return psycopg
+
+
+# One pool per server URL in a process: a server's requests and a CLI command share connections.
+_POOLS: dict[str, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(conninfo: str, shown: str) -> Any:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(conninfo)
+        if pool is not None:
+            return pool
+        psycopg = _psycopg()
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise BrainError(f"the PostgreSQL store needs psycopg's connection pool; run: {INSTALL_HINT}") from None
+        # One direct connection first: the pool would retry for its whole timeout and then say only that.
+        reason = _first_error(conninfo, psycopg)
+        if reason is not None:
+            raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason}); start the server or fix `store` in "
+                             "brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)")
+        # check: a connection the server dropped (a restart) is replaced before it is handed out.
+        pool = ConnectionPool(conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=False,
+                              name="brain", timeout=30.0, check=ConnectionPool.check_connection)
+        try:
+            pool.open(wait=True, timeout=15.0)
+        except Exception as exc:  # PoolTimeout: the server stopped answering meanwhile
+            with contextlib.suppress(Exception):
+                pool.close()
+            raise BrainError(f"cannot reach PostgreSQL at {shown} ({exc}); start the server or fix `store` in "
+                             "brain.toml or BRAIN_STORE") from None
+        _POOLS[conninfo] = pool
+        return pool
+
+
+def _first_error(conninfo: str, psycopg: Any) -> str | None:
+    """Why one direct connection fails (the pool only says it timed out)."""
+    try:
+        psycopg.connect(conninfo, connect_timeout=5).close()
+    except Exception as exc:
+        return " ".join(str(exc).split())[:300]
+    return None
+
+
+@functools.lru_cache(maxsize=200_000)
+def _porter(word: str) -> str:
+    """A token as FTS5's porter tokenizer stores it: tokens under 3 or over 64 characters stay as they are."""
+    if not 3 <= len(word) <= 64:
+        return word
+    from .spelling import _porter as porter_stemmer
+
+    return porter_stemmer()(word) or word
+
+
+def index_tokens(text: str, porter: bool) -> list[str]:
+    """The tokens FTS5 would store for `text` (already stemmed by brain): unicode61 words, folded, porter when asked."""
+    tokens = [fold(t) for t in _TOKEN.findall(text)]
+    return [_porter(t) for t in tokens] if porter else tokens
+
+
+def _quote(token: str) -> str:
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+_CLASS_INDEX = {"A": 0, "B": 1, "C": 2, "D": 3}
+
+
+def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str, int, dict[str, list[int]]]:
+    """(a tsvector in PostgreSQL's input syntax, the number of tokens, each token's count per weight class A-D).
+
+    A position is left empty between fields, so a phrase never matches across
+    two of them, as FTS5's separate columns never do. The token count is
+    FTS5's row size, which bm25() compares with the average; the counts are
+    the chunk's postings (a tsvector keeps at most 256 positions of a word,
+    the postings every occurrence).
+    """
+    positions: dict[str, list[str]] = {}
+    counts: dict[str, list[int]] = {}
+    at = count = 0
+    for name, text in fields:
+        weight = FIELD_CLASSES[name]
+        for token in index_tokens(text, porter):
+            at = min(at + 1, MAX_POSITION)
+            count += 1
+            positions.setdefault(token, []).append(f"{at}{weight}")
+            counts.setdefault(token, [0, 0, 0, 0])[_CLASS_INDEX[weight]] += 1
+        at = min(at + 1, MAX_POSITION)
+    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items()), count, counts
+
+
+def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
+    """The tsvector of keyword_vector, alone."""
+    return keyword_vector(fields, porter)[0]
+
+
+def query_phrases(match: str, porter: bool) -> list[tuple[str, ...]]:
+    """The phrases (token tuples) of an FTS5 MATCH expression as search.py builds it: quoted words or phrases, OR-joined."""
+    phrases: list[tuple[str, ...]] = []
+    for raw in _TERM.findall(match):
+        tokens = tuple(index_tokens(raw.replace('""', '"'), porter))
+        if tokens:  # repeats kept: FTS5's bm25() counts a phrase each time the expression names it
+            phrases.append(tokens)
+    return phrases
+
+
+def tsquery_literal(match: str, porter: bool) -> str | None:
+    """The FTS5 MATCH expression search.py builds as a tsquery (phrases OR-joined); None: no token."""
+    return _tsquery_of(query_phrases(match, porter))
+
+
+def _tsquery_of(phrases: Sequence[tuple[str, ...]]) -> str | None:
+    return " | ".join(dict.fromkeys("(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases)) or None
+
+
+# FTS5's bm25() constants (fts5_aux.c), so both stores give a chunk the same keyword score.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _class_weights() -> dict[str, float]:
+    """Each weight class's FIELD_WEIGHTS (read per query, like store._bm25_weights, so a benchmark can vary them)."""
+    return {c: max((FIELD_WEIGHTS[f] for f, k in FIELD_CLASSES.items() if k == c), default=1.0) for c in "ABCD"}
+
+
+def bm25_scores(
+    phrases: Sequence[tuple[str, ...]],
+    hits: dict[int, dict[str, list[tuple[int, str]]]],
+    lengths: dict[int, int],
+    rows: int,
+    average: float,
+) -> dict[int, float]:
+    """FTS5's bm25() of each chunk in `hits` (chunk → lexeme → [(position, weight class)]), bigger is better.
+
+    Per phrase: idf = ln((N − n + 0.5) / (n + 0.5)) (at least 1e-6), n the chunks
+    holding it; its frequency in a chunk is the sum of the field weights of its
+    occurrences; score = Σ idf × f × (k1 + 1) / (f + k1 × (1 − b + b × length / average)).
+    """
+    weights = _class_weights()
+    found: list[dict[int, float]] = []
+    for phrase in phrases:
+        per_chunk: dict[int, float] = {}
+        for cid, lexemes in hits.items():
+            first = lexemes.get(phrase[0])
+            if not first:
+                continue
+            if len(phrase) == 1:
+                freq = sum(weights[w] for _, w in first)
+            else:
+                rest = [{p for p, _ in lexemes.get(t, ())} for t in phrase[1:]]
+                freq = sum(weights[w] for p, w in first if all(p + k in at for k, at in enumerate(rest, 1)))
+            if freq:
+                per_chunk[cid] = freq
+        found.append(per_chunk)
+    scores: dict[int, float] = {}
+    for per_chunk in found:
+        n = len(per_chunk)
+        idf = np.log((rows - n + 0.5) / (n + 0.5))
+        idf = float(idf) if idf > 0 else 1e-6
+        for cid, freq in per_chunk.items():
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[cid] / average) if average > 0 else BM25_K1
+            scores[cid] = scores.get(cid, 0.0) + idf * freq * (BM25_K1 + 1) / (freq + norm)
+    return scores
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _file_row(row: Sequence[Any]) -> FileRow:
+    return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
+                   json.loads(row[9]) if row[9] else [], row[10], row[11])
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
+
+
+def _vector_text(vector: bytes | None) -> str | None:
+    """float32 bytes as pgvector's text input; exact (repr of a float32 widened to float64 reads back the same float32)."""
+    if vector is None:
+        return None
+    return "[" + ",".join(map(repr, np.frombuffer(vector, dtype=np.float32).tolist())) + "]"
+
+
+def _vector_bytes(binary: bytes) -> bytes:
+    """pgvector's binary form (int16 dim, int16 unused, big-endian float32s) as float32 bytes in this machine's order."""
+    return np.frombuffer(binary, dtype=">f4", offset=4).astype(np.float32).tobytes()
+
+
+class PostgresStore:
+    """One corpus's index in a PostgreSQL database (a schema of its own); the interface of store.Store."""
+
+    def __init__(
+        self,
+        location: str,
+        corpus: str,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        tokenizer: str | None = None,
+        stemmer: str | None = None,
+        schema: str | None = None,
+    ) -> None:
+        """Connect to the server named by `location` and open (or create) the schema of `corpus`.
+
+        `tokenizer` and `stemmer` are used only when the schema is created;
+        `schema` names another schema than the corpus's own (a rebuild's).
+        """
+        conninfo, named = split_location(location)
+        self.location = location
+        self.shown = shown_location(location)
+        self.corpus = named or corpus
+        self.schema = schema or schema_name(self.corpus)
+        self.path = f"{self.shown}#{self.schema}"  # what reports name as the database
+        self.tokenizer = tokenizer or FTS_TOKENIZER
+        self._new_stemmer = stemmer or STEMMER
+        if self.tokenizer not in FTS_TOKENIZERS:
+            raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
+        self._psycopg = _psycopg()
+        self._pool = _pool(conninfo, self.shown)
+        self.conn = self._pool.getconn()
+        self._q = '"' + self.schema + '"'
+        self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
+        self._totals_at: tuple[int, int, float] | None = None
+        self._meta_cache: dict[str, tuple[float, str | None]] = {}
+        self.created = False  # True when this open made the corpus's schema
+        try:
+            self._prepare(create, readonly)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    def _sql(self, text: str) -> str:
+        """A statement with `@.` naming this corpus's schema (a quoted identifier of [a-z0-9_], never user text)."""
+        return text.replace("@.", self._q + ".")
+
+    def _execute(self, text: str, params: Sequence[Any] | None = None) -> Any:
+        try:
+            return self.conn.execute(self._sql(text), params)
+        except self._psycopg.OperationalError as exc:
+            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
+                             "check the server and try again") from None
+
+    def _exists(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone() is not None
+
+    def _prepare(self, create: bool, readonly: bool) -> None:
+        if not self._exists() or self._version() is None:
+            if not create or readonly:
+                raise BrainError(f"no index for corpus {self.corpus!r} at {self.shown} (schema {self.schema}); "
+                                 "run `brain index` first")
+            self._create()
+            self.created = True
+        version = self._version() or 0
+        if version > SCHEMA_VERSION:
+            raise BrainError(f"{self.path} was written by a newer brain (schema {version}, this one reads "
+                             f"{SCHEMA_VERSION}); upgrade brain-search")
+        if version < SCHEMA_VERSION and not readonly:
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring an older schema up to SCHEMA_VERSION, one step at a time, in one transaction (one process does it)."""
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            version = int(conn.execute(self._sql("SELECT schema_version FROM @.state")).fetchone()[0])
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS.get(step, ()):
+                    conn.execute(self._sql(statement))
+            conn.execute(self._sql("UPDATE @.state SET schema_version = %s"), (SCHEMA_VERSION,))
+
+    def _version(self) -> int | None:
+        row = self.conn.execute(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'state'", (self.schema,)).fetchone()
+        if row is None:
+            return None
+        got = self._execute("SELECT schema_version FROM @.state").fetchone()
+        return int(got[0]) if got else None
+
+    def _vector_type(self) -> str:
+        """pgvector's type, qualified by the schema its extension lives in; created when allowed."""
+        psycopg = self._psycopg
+        row = self.conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        ).fetchone()
+        if row is None:
+            try:
+                self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as exc:
+                raise BrainError(f"pgvector is not enabled in {self.shown} ({' '.join(str(exc).split())[:160]}); "
+                                 "ask its administrator to run `CREATE EXTENSION vector` in that database") from None
+            return self._vector_type()
+        return '"' + row[0].replace('"', '""') + '".vector'
+
+    def _create(self) -> None:
+        with self.transaction() as conn:
+            # Two processes creating a corpus (or the extension) at once: the second waits, then finds it made.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('brain: create a corpus'))")
+            vector_type = self._vector_type()
+            conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS @.").rstrip("."))
+            for statement in _SCHEMA.replace("#VECTOR#", vector_type).split(";\n"):
+                conn.execute(self._sql(statement))
+            conn.execute(self._sql("INSERT INTO @.state(schema_version) VALUES (%s) ON CONFLICT (one) DO NOTHING"),
+                         (SCHEMA_VERSION,))
+            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('stemmer', %s), ('fts_tokenizer', %s)"
+                                   " ON CONFLICT (key) DO NOTHING"), (self._new_stemmer, self.tokenizer))
+
+    def close(self) -> None:
+        """Give the connection back to the pool (a rollback first, should a transaction be open)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            self.conn = None
+            with contextlib.suppress(Exception):
+                self._pool.putconn(conn)
+
+    def replaced(self) -> bool:
+        """True when the connection was lost (a server restart): a long-lived reader then opens the store again.
+
+        A rebuild needs no reopening: it swaps the schema under its name, and every statement names it.
+        """
+        return self.conn is None or bool(self.conn.closed) or bool(self.conn.broken)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One transaction; it bumps the data version as it ends, so warm readers reload (rolled back on any exception)."""
+        with self.conn.transaction():
+            yield self.conn
+            # Last, so the row lock that orders concurrent writers is held only until the commit.
+            self.conn.execute(self._sql("UPDATE @.state SET data_version = data_version + 1"))
+
+    # ------------------------------------------------------------ meta
+
+    def get_meta(self, key: str) -> str | None:
+        """A meta value; the ones every query reads are kept for META_SECONDS (a round trip each cost more than the search)."""
+        if key in _QUERY_META:
+            kept = self._meta_cache.get(key)
+            if kept is not None and time.monotonic() - kept[0] < META_SECONDS:
+                return kept[1]
+        row = self._execute("SELECT value FROM @.meta WHERE key = %s", (key,)).fetchone()
+        value = row[0] if row else None
+        if key in _QUERY_META:
+            self._meta_cache[key] = (time.monotonic(), value)
+        return value
+
+    def set_meta(self, items: dict[str, str]) -> None:
+        self._meta_cache.clear()
+        with self.transaction() as conn:
+            for key, value in items.items():
+                conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES (%s, %s)"
+                                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (key, value))
+
+    def schema_version(self) -> int:
+        """The schema version this corpus was written with."""
+        return int(self._version() or 0)
+
+    # ------------------------------------------------------------ freshness records
+
+    def indexed_commit(self) -> str | None:
+        """The git commit up to which every committed change is in the index (None: never recorded)."""
+        return self.get_meta("git_commit")
+
+    def record_indexed_commit(self, commit: str | None) -> None:
+        """Remember that the index holds every change up to `commit` (None forgets it)."""
+        with self.transaction() as conn:
+            if commit is None:
+                conn.execute(self._sql("DELETE FROM @.meta WHERE key = 'git_commit'"))
+            else:
+                conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_commit', %s)"
+                                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (commit,))
+            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_synced_at', %s)"
+                                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (_now(),))
+
+    def record_sync(self, result: dict[str, Any]) -> None:
+        """Keep what the last git sync did (shown by `brain status`)."""
+        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_sync(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_sync_result")
+        return json.loads(raw) if raw else None
+
+    def record_rebuild(self, result: dict[str, Any]) -> None:
+        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
+        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_rebuild(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_rebuild_result")
+        return json.loads(raw) if raw else None
+
+    def record_languages(self) -> None:
+        """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
+        found = [r[0] for r in self._execute("SELECT DISTINCT language FROM @.files WHERE language != '' ORDER BY 1")]
+        self.set_meta({"languages": ",".join(found)})
+
+    def query_languages(self) -> tuple[str, ...]:
+        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
+        recorded = self.get_meta("languages")
+        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
+
+    def stemmer(self) -> str:
+        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
+        return self.get_meta("stemmer") or NO_STEMMER
+
+    def fts_tokenizer(self) -> str:
+        """The FTS5 tokenizer whose tokens this index stores (recorded when the schema was made)."""
+        return self.get_meta("fts_tokenizer") or FTS_TOKENIZER
+
+    def _porter(self) -> bool:
+        return self.fts_tokenizer().startswith("porter")  # not kept: a rebuild may swap in another tokenizer
+
+    def import_embedding_cache(self, other: Any) -> int:
+        """Copy cached vectors into this corpus; returns how many it gained.
+
+        `other` is another schema of this database (a rebuild's live one), or
+        the path of an SQLite index: a laptop's index moves to the team server
+        without re-embedding anything.
+        """
+        if isinstance(other, Path):
+            return self._import_sqlite_cache(other)
+        if not isinstance(other, str) or not re.fullmatch(r"[a-z0-9_]+", other):
+            return 0  # only schemas of this database can be read from here
+        with self.transaction() as conn:
+            return conn.execute(self._sql(
+                f'INSERT INTO @.embedding_cache SELECT * FROM "{other}".embedding_cache ON CONFLICT DO NOTHING')).rowcount
+
+    def _import_sqlite_cache(self, path: Path) -> int:
+        try:
+            source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return 0  # an unreadable other index only costs re-embedding
+        gained = 0
+        try:
+            cursor = source.execute("SELECT hash, model, vector, created_at FROM embedding_cache")
+            while rows := cursor.fetchmany(5000):
+                with self.transaction() as conn, conn.cursor() as cur:
+                    before = conn.execute(self._sql("SELECT count(*) FROM @.embedding_cache")).fetchone()[0]
+                    cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at)"
+                                              " VALUES (%s,%s,%s,%s) ON CONFLICT DO NOTHING"), rows)
+                    gained += conn.execute(self._sql("SELECT count(*) FROM @.embedding_cache")).fetchone()[0] - before
+        except sqlite3.Error:
+            return gained
+        finally:
+            source.close()
+        return gained
+
+    # ------------------------------------------------------------ files
+
+    def all_files(self) -> dict[str, FileRow]:
+        return {r[1]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files")}
+
+    def get_file(self, path: str) -> FileRow | None:
+        row = self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE path = %s", (path,)).fetchone()
+        return _file_row(row) if row else None
+
+    def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
+
+    def replace_file(
+        self,
+        *,
+        path: str,
+        hash: str,
+        size: int,
+        mtime_ns: int,
+        metadata: dict[str, Any],
+        warning: str | None,
+        page_starts: list[int],
+        chunks: Sequence[NewChunk],
+        title: str = "",
+        meta_text: str = "",
+        path_text: str = "",
+    ) -> None:
+        """Swap in a file's new chunks in one transaction: never a mix of old and new, never two copies.
+
+        Two processes writing the same file at once: the upsert of its row makes
+        the second wait for the first's commit, then replace its chunks.
+        """
+        language = self._file_language(chunks)
+        stem = stemmer_for(language)
+        porter = self._porter()
+        title_s, meta_s, path_s = stem(title), stem(meta_text), stem(path_text)
+        values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
+                  json.dumps(page_starts) if page_starts else None, title, language, meta_text)
+        rows = []
+        postings: list[tuple[int, dict[str, list[int]]]] = []  # (length, counts) by seq
+        for seq, c in enumerate(chunks):
+            heading_s, text_s = stem(c.heading_path), stem(c.text)
+            tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
+                                                  ("path", path_s), ("body", text_s)), porter)
+            postings.append((length, counts))
+            rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
+                         c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv, length))
+        with self.transaction() as conn:
+            file_id = conn.execute(self._sql(
+                "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"
+                " language, meta_text) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT (path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime_ns=excluded.mtime_ns,"
+                " indexed_at=excluded.indexed_at, metadata=excluded.metadata, status=excluded.status,"
+                " warning=excluded.warning, page_starts=excluded.page_starts, title=excluded.title,"
+                " language=excluded.language, meta_text=excluded.meta_text RETURNING id"), (path, *values)).fetchone()[0]
+            conn.execute(self._sql("DELETE FROM @.chunks WHERE file_id = %s"), (file_id,))
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql(
+                        "INSERT INTO @.chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash,"
+                        " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv, length)"
+                        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)"),
+                        [(file_id, *row) for row in rows])
+                ids = dict(conn.execute(self._sql("SELECT seq, id FROM @.chunks WHERE file_id = %s"), (file_id,)).fetchall())
+                self._write_postings(conn, file_id, [(ids[seq], length, counts) for seq, (length, counts) in enumerate(postings)])
+
+    def _write_postings(self, conn: Any, file_id: int, chunks: Sequence[tuple[int, int, dict[str, list[int]]]]) -> None:
+        """Each chunk's words with their counts per weight class: what bm25() reads, by word (COPY: thousands of rows per file)."""
+        with conn.cursor() as cur, cur.copy(self._sql(
+                "COPY @.postings (lexeme, chunk_id, file_id, length, a, b, c, d) FROM STDIN")) as copy:
+            for chunk_id, length, counts in chunks:
+                for lexeme, (a, b, c, d) in counts.items():
+                    copy.write_row((lexeme, chunk_id, file_id, length, a, b, c, d))
+
+    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
+        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
+        index_stemmer = self.stemmer()
+        if index_stemmer != AUTO_STEMMER:
+            return index_stemmer
+        return detect_language("\n".join(c.text for c in chunks[:8]))
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size/mtime for a file whose content did not change."""
+        with self.transaction() as conn:
+            conn.execute(self._sql("UPDATE @.files SET size=%s, mtime_ns=%s WHERE path=%s"), (size, mtime_ns, path))
+
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str | None = None, path_text: str = "") -> None:
+        """Rename a file in place: its chunks and vectors are kept; its title and folder-name fields follow the new name."""
+        porter = self._porter()
+        with self.transaction() as conn:
+            conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (new,))
+            conn.execute(self._sql("UPDATE @.files SET path=%s, size=%s, mtime_ns=%s, indexed_at=%s WHERE path=%s"),
+                         (new, size, mtime_ns, _now(), old))
+            row = conn.execute(self._sql("SELECT id, title, language FROM @.files WHERE path = %s"), (new,)).fetchone()
+            if row is None:
+                return
+            title = row[1] if title is None else title
+            language = row[2] or self.stemmer()
+            stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
+            title_s, path_s = stem(title), stem(path_text)
+            conn.execute(self._sql("UPDATE @.files SET title = %s WHERE id = %s"), (title, row[0]))
+            updates = []
+            postings = []
+            for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
+                    "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
+                tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
+                                                      ("path", path_s), ("body", text_s)), porter)
+                updates.append((title_s, path_s, tsv, length, cid))
+                postings.append((cid, length, counts))
+            if updates:
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql("UPDATE @.chunks SET fts_title = %s, fts_path = %s, tsv = %s::tsvector,"
+                                              " length = %s WHERE id = %s"), updates)
+                conn.execute(self._sql("DELETE FROM @.postings WHERE file_id = %s"), (row[0],))
+                self._write_postings(conn, row[0], postings)
+
+    def remove_files(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            with self.transaction() as conn:
+                conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (path,))
+
+    # ------------------------------------------------------------ embedding cache
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        if not hashes:
+            return {}
+        return {h: bytes(v) for h, v in self._execute(
+            "SELECT hash, vector FROM @.embedding_cache WHERE model = %s AND hash = ANY(%s)", (model, list(hashes)))}
+
+    def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
+        if not items:
+            return
+        now = _now()
+        with self.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at) VALUES (%s,%s,%s,%s)"
+                                      " ON CONFLICT DO NOTHING"), [(h, model, v, now) for h, v in items])
+
+    # ------------------------------------------------------------ extracted text (PDFs)
+
+    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
+        """(text, page_starts) stored for a file content hash, or None."""
+        row = self._execute("SELECT text, page_starts FROM @.extracted_text WHERE hash = %s", (hash,)).fetchone()
+        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+
+    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+        """Remember the text extracted from the file content with this hash."""
+        with self.transaction() as conn:
+            conn.execute(self._sql(
+                "INSERT INTO @.extracted_text(hash, text, page_starts, created_at) VALUES (%s,%s,%s,%s)"
+                " ON CONFLICT (hash) DO UPDATE SET text = excluded.text, page_starts = excluded.page_starts,"
+                " created_at = excluded.created_at"),
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()))
+
+    def prune_extracted_text(self) -> int:
+        """Forget texts no indexed file has any more; returns how many went."""
+        with self.transaction() as conn:
+            return conn.execute(self._sql(
+                "DELETE FROM @.extracted_text WHERE hash NOT IN (SELECT hash FROM @.files)")).rowcount
+
+    # ------------------------------------------------------------ reading for search
+
+    def _tsquery(self, match: str) -> str | None:
+        return tsquery_literal(match, self._porter())
+
+    def bm25(
+        self, match: str, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """The best `limit` chunks as (chunk id, keyword score), best first, and the score of those in `also` that match."""
+        self.score_matches(match)
+        return self.pick_matches(limit, also=also, file_ids=file_ids)
+
+    def score_matches(self, match: str, also: Sequence[tuple[str, float]] = ()) -> None:
+        """Score every chunk that matches with FTS5's bm25() and the field weights, kept for `pick_matches`.
+
+        PostgreSQL finds the matches (the GIN index) and hands back only the
+        query's lexemes of each, with their positions and weight classes; the
+        scores are computed here as FTS5 computes them. `also`: further
+        (MATCH expression, factor) pairs whose scores are added, scaled.
+        """
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (chunk ids, file ids, scores) to add up
+        totals: tuple[int, float] | None = None
+        porter = self._porter()
+        for expression, factor in [(match, 1.0), *also]:
+            phrases = query_phrases(expression, porter)
+            if not phrases:
+                continue
+            if totals is None:
+                totals = self._totals()
+            words = [p[0] for p in phrases if len(p) == 1]
+            if words:
+                ids, files, scores = self._bm25_of_words(words, *totals)
+                parts.append((ids, files, factor * scores))
+            longer = [p for p in phrases if len(p) > 1]
+            if longer:
+                # A phrase (an identifier such as FT-2026-0412) needs positions: read from the matches' tsvectors.
+                hits: dict[int, dict[str, list[tuple[int, str]]]] = {}
+                lengths: dict[int, int] = {}
+                file_of: dict[int, int] = {}
+                lexemes = sorted({t for p in longer for t in p})
+                for cid, fid, length, lexeme, positions, weights in self._execute(
+                        "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
+                        " FROM @.chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)"
+                        " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (_tsquery_of(longer), lexemes)):
+                    hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
+                    lengths[cid] = length
+                    file_of[cid] = fid
+                found = bm25_scores(longer, hits, lengths, *totals)
+                parts.append((np.fromiter(found.keys(), dtype=np.int64, count=len(found)),
+                              np.fromiter((file_of[c] for c in found), dtype=np.int64, count=len(found)),
+                              factor * np.fromiter(found.values(), dtype=np.float64, count=len(found))))
+        if not parts:
+            self._matches = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+            return
+        all_ids = np.concatenate([p[0] for p in parts])
+        all_files = np.concatenate([p[1] for p in parts])
+        all_scores = np.concatenate([p[2] for p in parts])
+        ids, first, inverse = np.unique(all_ids, return_index=True, return_inverse=True)
+        scores = np.zeros(len(ids), dtype=np.float64)
+        np.add.at(scores, inverse, all_scores)  # a chunk several expressions match: their scores add up
+        self._matches = (ids, all_files[first], scores)
+
+    def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, file ids, bm25) of every chunk holding one of these words, computed by the server from the postings.
+
+        The formula of bm25_scores, in SQL: each word counted as often as the
+        expression names it, its frequency the weighted sum of its counts per class.
+        The answer comes back as three arrays in binary: thousands of rows made
+        into Python objects one by one cost more than the server's sum.
+        """
+        weights = _class_weights()
+        times: dict[str, int] = {}
+        for word in words:
+            times[word] = times.get(word, 0) + 1
+        query = self._sql(
+            "SELECT array_agg(chunk_id), array_agg(file_id), array_agg(score) FROM ("
+            "WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(times)s::int[]) AS q(lexeme, times)),"
+            " p AS (SELECT p.chunk_id, p.file_id, p.lexeme, p.length,"
+            "       p.a * %(wa)s + p.b * %(wb)s + p.c * %(wc)s + p.d * %(wd)s AS freq"
+            "       FROM @.postings AS p WHERE p.lexeme = ANY(%(words)s)),"
+            " n AS (SELECT lexeme, greatest(ln((%(rows)s - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf"
+            "       FROM p GROUP BY lexeme)"
+            " SELECT p.chunk_id, p.file_id, sum(q.times * n.idf * p.freq * (%(k1)s + 1)"
+            "       / (p.freq + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s))) AS score"
+            " FROM p JOIN n USING (lexeme) JOIN q USING (lexeme) GROUP BY p.chunk_id, p.file_id) AS s")
+        params = {"words": list(times), "times": list(times.values()), "wa": weights["A"], "wb": weights["B"],
+                  "wc": weights["C"], "wd": weights["D"], "rows": float(rows), "k1": BM25_K1, "b": BM25_B,
+                  "average": average if average > 0 else 1.0}
+        try:
+            with self.conn.cursor(binary=True) as cur:
+                row = cur.execute(query, params).fetchone()
+        except self._psycopg.OperationalError as exc:
+            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
+                             "check the server and try again") from None
+        if row is None or row[0] is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return (np.array(row[0], dtype=np.int64), np.array(row[1], dtype=np.int64), np.array(row[2], dtype=np.float64))
+
+    def _totals(self) -> tuple[int, float]:
+        """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
+        version = self.data_version()
+        if self._totals_at is None or self._totals_at[0] != version:
+            row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
+            self._totals_at = (version, int(row[0]), float(row[1]))
+        return self._totals_at[1], self._totals_at[2]
+
+    def terms_found(self, terms: list[str]) -> int:
+        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one chunk."""
+        found = 0
+        for term in terms:
+            query = self._tsquery(term)
+            if query is not None:
+                found += self._execute("SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT 1", (query,)).fetchone() is not None
+        return found
+
+    def pick_matches(
+        self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
+        ids, files, scores = self._matches
+        wanted = {int(c) for c in also}
+        of_also = {int(i): float(s) for i, s in zip(ids.tolist(), scores.tolist()) if int(i) in wanted}
+        keep = np.ones(len(ids), dtype=bool)
+        if file_ids is not None:
+            keep = np.isin(files, np.fromiter((int(f) for f in file_ids), dtype=np.int64))
+        kept_ids, kept_scores = ids[keep], scores[keep]
+        order = np.lexsort((kept_ids, -kept_scores))[:limit]  # best first, ties by id as SQLite orders them
+        return [(int(kept_ids[i]), float(kept_scores[i])) for i in order], of_also
+
+    def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
+
+        Read in pgvector's binary form, a few thousand rows at a time, into the final arrays.
+        """
+        count = int(self._execute("SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL").fetchone()[0])
+        ids = np.zeros(count, dtype=np.int64)
+        file_ids = np.zeros(count, dtype=np.int64)
+        matrix = np.zeros((count, dim), dtype=np.float32)
+        done = 0
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._sql("SELECT id, file_id, vector FROM @.chunks WHERE vector IS NOT NULL ORDER BY id"))
+            while done < count:
+                rows = cur.fetchmany(4096)[: count - done]
+                if not rows:
+                    break
+                end = done + len(rows)
+                ids[done:end] = [r[0] for r in rows]
+                file_ids[done:end] = [r[1] for r in rows]
+                raw = np.frombuffer(b"".join(bytes(r[2])[4:] for r in rows), dtype=">f4")
+                matrix[done:end] = raw.reshape(len(rows), dim)
+                done = end
+        return ids[:done], file_ids[:done], matrix[:done]
+
+    def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
+        """The stemmed keyword fields of these chunks (FIELDS → text), as the keyword index reads them."""
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: dict(zip(FIELDS, r[1:])) for r in self._execute(
+            "SELECT id, fts_title, fts_meta, fts_heading, fts_path, fts_text FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+
+    def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]:
+        """The stemmed title field of these chunks (their file's title, as the keyword index reads it)."""
+        if not ids:
+            return {}
+        return dict(self._execute("SELECT id, fts_title FROM @.chunks WHERE id = ANY(%s)", ([int(i) for i in ids],)).fetchall())
+
+    def count_matches(self, match: str, cap: int) -> int:
+        """How many chunks match an FTS5 expression, counting no further than `cap`."""
+        query = self._tsquery(match)
+        if query is None:
+            return 0
+        return int(self._execute("SELECT count(*) FROM (SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s) AS m",
+                                 (query, cap)).fetchone()[0])
+
+    def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
+        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
+
+        A range of the postings' key, as FTS5's vocabulary table reads a range of its terms.
+        """
+        return [(r[0], int(r[1])) for r in self._execute(
+            "SELECT lexeme, count(*) FROM @.postings WHERE lexeme >= %s AND lexeme < %s AND length(lexeme) >= %s"
+            " GROUP BY lexeme", (first, first + "\U0010ffff", min_length))]
+
+    def texts_matching(self, match: str, limit: int) -> list[str]:
+        """The raw text of up to `limit` chunks that match an FTS5 expression (to show a word as people write it)."""
+        query = self._tsquery(match)
+        if query is None:
+            return []
+        return [r[0] for r in self._execute("SELECT text FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s", (query, limit))]
+
+    def data_version(self) -> int:
+        """Changes whenever a write commits, or a rebuild swaps in a new schema: tells a warm process to reload."""
+        row = self._execute("SELECT data_version, (SELECT oid FROM pg_namespace WHERE nspname = %s) FROM @.state",
+                            (self.schema,)).fetchone()
+        return int(row[1]) * 1_000_000_000_000 + int(row[0])
+
+    def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
+        if not ids:
+            return {}
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._sql("SELECT id, vector FROM @.chunks WHERE id = ANY(%s) AND vector IS NOT NULL"),
+                        ([int(i) for i in ids],))
+            return {int(cid): _vector_bytes(bytes(v)) for cid, v in cur.fetchall()}
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        wanted = [int(i) for i in set(ids)]
+        if not wanted:
+            return {}
+        return {r[0]: _chunk_row(r) for r in self._execute(f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+
+    def file_chunks(self, file_id: int) -> list[ChunkRow]:
+        return [_chunk_row(r) for r in self._execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE file_id = %s ORDER BY seq", (file_id,))]
+
+    # ------------------------------------------------------------ stats
+
+    def counts(self) -> dict[str, int]:
+        row = self._execute("SELECT (SELECT count(*) FROM @.files), (SELECT count(*) FROM @.chunks),"
+                            " (SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL),"
+                            " (SELECT count(*) FROM @.embedding_cache)").fetchone()
+        return {"files": row[0], "chunks": row[1], "embedded_chunks": row[2], "cache_entries": row[3]}
+
+    def largest_files(self, limit: int = 5) -> list[tuple[str, int]]:
+        return [(r[0], int(r[1])) for r in self._execute(
+            "SELECT f.path, count(c.id) AS n FROM @.files f JOIN @.chunks c ON c.file_id = f.id"
+            " GROUP BY f.id ORDER BY n DESC, f.path LIMIT %s", (limit,))]
+
+    def disk_bytes(self) -> int:
+        """Bytes this corpus's tables and their indexes take on the server."""
+        row = self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind IN ('r', 'm')", (self.schema,)).fetchone()
+        return int(row[0])
+
+    def checkpoint(self) -> None:
+        """Nothing to do: PostgreSQL checkpoints by itself (here for the Store interface)."""
+
+    # ------------------------------------------------------------ full rebuild
+
+    @contextlib.contextmanager
+    def rebuild_lock(self) -> Iterator[None]:
+        """Held for a whole rebuild: the nightly rebuilds of several clones, on several machines, run one after the other.
+
+        The file lock beside the SQLite path guards one machine only; this one is
+        the server's (a session advisory lock), so no rebuild drops the schema
+        another is still building.
+        """
+        self.conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.schema + ":rebuild",))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.schema + ":rebuild",))
+
+    def rebuild_schema(self) -> str:
+        """The schema a full rebuild of this corpus writes into, beside the live one."""
+        return self.schema + REBUILD_SUFFIX
+
+    def drop_schema(self, schema: str) -> None:
+        """Drop a schema of this corpus (a rebuild's leftovers), if it is there."""
+        if not schema.startswith(self.schema):
+            raise ValueError(f"{schema!r} is not a schema of {self.schema!r}")
+        self.conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    def swap_in(self, fresh_schema: str) -> None:
+        """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never a mix.
+
+        The old schema is dropped in the same transaction; the new one's data
+        version is moved past the old one's, so a warm reader reloads.
+        """
+        if fresh_schema != self.rebuild_schema():
+            raise ValueError(f"{fresh_schema!r} is not the rebuild schema of {self.schema!r}")
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            self.conn.execute(f'ALTER SCHEMA "{fresh_schema}" RENAME TO "{self.schema}"')
+
+
+def index_exists(location: str, corpus: str) -> bool:
+    """True when the server holds an index of this corpus (a BrainError when the server cannot be reached)."""
+    try:
+        store = PostgresStore(location, corpus, create=False, readonly=True)
+    except BrainError as exc:
+        if "no index for corpus" in str(exc):
+            return False
+        raise
+    store.close()
+    return True
