@@ -10,6 +10,7 @@ import pytest
 
 from brain import Brain
 from brain.sources import extract_bytes, metadata_text, note_title, readable_name
+from brain.spelling import edit_distance
 from brain.stemming import detect_language
 from brain.store import Store
 from conftest import run_cli, write
@@ -257,6 +258,21 @@ def test_a_typo_is_searched_as_its_nearest_index_word(brain: Brain) -> None:
     assert response.to_dict()["corrections"] == [{"word": "encription", "searched": ["encryption"]}]
     hybrid = brain.search("synchronisation encription", mode="hybrid")
     assert "security/keys.md" in _paths(hybrid)[:3] and hybrid.also_searched == ["encryption"]
+
+
+def test_two_swapped_letters_are_one_edit() -> None:
+    assert edit_distance("grpah", "graph", 1) == 1  # Levenshtein: 2, so a five-letter word was never corrected
+    assert edit_distance("vidoe", "video", 1) == 1
+    assert edit_distance("graph", "graph", 1) == 0
+    assert edit_distance("kitten", "sitting", 5) == 3
+    assert edit_distance("abcd", "badc", 1) == 2  # two swaps: past the limit, reported as limit + 1
+    assert edit_distance("grpah", "graph", 0) == 1
+
+
+def test_a_swap_of_two_letters_in_a_short_word_is_corrected(brain: Brain) -> None:
+    response = brain.search("crahsed", mode="bm25")  # stem "crahs", one swap from "crash"
+    assert _paths(response)[0] == "ticket.md"
+    assert response.also_searched == ["crashed"]
 
 
 def test_the_text_view_says_what_else_was_searched(notes: Path) -> None:

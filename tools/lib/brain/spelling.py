@@ -4,9 +4,9 @@ The index's vocabulary is FTS5's own (an fts5vocab table over the keyword
 fields): the words as stored, already stemmed. A query word is brought to the
 same form (Snowball stem in each query language, then porter when the
 tokenizer has it); when that form is in no chunk, or in very few while a word
-one or two edits away is in many, the nearest words (Levenshtein distance ≤ 2,
-found through shared trigrams, then checked exactly) are searched too, at a
-lower weight. Only index words that begin with the typed word's first or
+one or two edits away is in many, the nearest words (edit distance ≤ 2, a swap
+of two neighbouring letters counting as one edit; found through shared
+trigrams, then checked exactly) are searched too, at a lower weight. Only index words that begin with the typed word's first or
 second letter are read, so a large index is never read whole: a wrong or
 missing first letter is not corrected (a swap of the first two letters, or an
 extra letter in front, is). Short words are never corrected and middling ones by one edit
@@ -27,7 +27,7 @@ from .stemming import stemmer as stemmer_for
 MIN_WORD_CHARS = 4  # shorter typed words are not corrected (`tea` is two edits from hundreds of words)
 MIN_FORM_CHARS = 5  # nor are words whose stem is shorter (`scaduto` → `scad` is one edit from `scan`)
 TWO_EDITS_FROM = 8  # stems this long may be two edits off; shorter ones one (as search engines' "auto" fuzziness)
-MAX_DISTANCE = 2  # edits (insert, delete, replace) between a typed word and a correction
+MAX_DISTANCE = 2  # edits (insert, delete, replace, swap of neighbours) between a typed word and a correction
 MAX_EXPANSIONS = 2  # corrections searched per word: the nearest, then the most frequent
 # A word in at most RARE_CHUNKS chunks is corrected only towards words RARE_RATIO
 # times more frequent: a rare real word (a name, a term of art) keeps its own matches.
@@ -68,17 +68,28 @@ def stems(word: str, languages: Sequence[str]) -> list[str]:
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance of a and b, or limit + 1 as soon as it must exceed `limit`."""
+    """Edits between a and b (insert, delete, replace, or swap two adjacent letters), or limit + 1 once it must exceed `limit`.
+
+    The optimal string alignment distance: Levenshtein's, plus a swap of two
+    neighbouring letters counted as one edit ("grpah" → "graph", "vidoe" →
+    "video"), the commonest slip of a typing hand, which Levenshtein counts as two
+    and so never corrected in a word of five to seven letters.
+    """
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    before: list[int] = []  # the row two letters back, for swaps
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
         for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(current) > limit:
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if before and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        # A swap reaches back two rows: only when both are past the limit can nothing come back under it.
+        if min(current) > limit and min(previous) > limit:
             return limit + 1
-        previous = current
+        before, previous = previous, current
     return previous[-1]
 
 
@@ -112,8 +123,8 @@ class Vocabulary:
         if not limit:
             return []
         grams = _trigrams(form)
-        # Each edit changes at most three trigrams: a word within reach shares at least this many.
-        needed = max(1, len(grams) - 3 * limit)
+        # An edit changes at most three trigrams, a swap four: a word within reach shares at least this many.
+        needed = max(1, len(grams) - 4 * limit)
         shared: Counter[int] = Counter()
         for gram in grams:
             shared.update(self.by_trigram.get(gram, ()))
