@@ -666,6 +666,14 @@ class Store:
         best = [(r[0], float(r[1])) for r in rows if r[2]]
         return best, {r[0]: float(r[1]) for r in rows if not r[2]}
 
+    def searches_vectors(self) -> bool:
+        """False: search scans this index's vectors in memory (PostgreSQL past its HNSW threshold answers itself)."""
+        return False
+
+    def maintain_vector_index(self) -> bool:
+        """Nothing to build: SQLite's vectors are scanned exactly (here for the store interface); False."""
+        return False
+
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
 
