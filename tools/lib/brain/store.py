@@ -861,6 +861,8 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
         return
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        # The lock file may be all that `.brain/` holds (the index on a PostgreSQL server): it too stays out of git.
+        Store._ignore_in_git(db_path.parent)
         handle = open(lock_path, "a+")
     except OSError as exc:
         raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None
