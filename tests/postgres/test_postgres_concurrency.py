@@ -112,7 +112,7 @@ def test_a_searcher_beside_a_writer_through_hnsw(store_url: str, monkeypatch: py
     monkeypatch.setattr(store_postgres, "HNSW_THRESHOLD", 1)
     write_generation_zero(store_url)
     store = PostgresStore(store_url, "ignored")
-    assert store.maintain_vector_index() is True
+    assert store.maintain_indexes() is True
     env = {"PYTHONPATH": str(PROJECT / "tools" / "lib")}
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, store_url, "6", str(FILES), str(CHUNKS), str(DIM)],
                               env=env, stderr=subprocess.PIPE, text=True)

@@ -55,11 +55,11 @@ def test_hnsw_finds_what_the_exact_scan_finds(store_url: str, monkeypatch: pytes
     store = PostgresStore(store_url, "ignored")
     try:
         fill(store, clustered_vectors(800, seed=1))
-        assert store.maintain_vector_index() is False and store.hnsw_state() is None  # under the threshold
+        assert store.maintain_indexes() is False and store.hnsw_state() is None  # under the threshold
         assert store.searches_vectors() is False
         fill(store, clustered_vectors(2000, seed=2))  # the same files rewritten, now past it
-        assert store.maintain_vector_index() is True and store.hnsw_state() is True
-        assert store.searches_vectors() is True and store.maintain_vector_index() is False  # built once
+        assert store.maintain_indexes() is True and store.hnsw_state() is True
+        assert store.searches_vectors() is True and store.maintain_indexes() is False  # built once
 
         queries = clustered_vectors(30, seed=3)
         # The query goes through the index (the server counts its scans).

@@ -670,8 +670,8 @@ class Store:
         """False: search scans this index's vectors in memory (PostgreSQL past its HNSW threshold answers itself)."""
         return False
 
-    def maintain_vector_index(self) -> bool:
-        """Nothing to build: SQLite's vectors are scanned exactly (here for the store interface); False."""
+    def maintain_indexes(self) -> bool:
+        """Nothing to build: SQLite's indexes are made with its tables, its vectors scanned exactly (the store interface); False."""
         return False
 
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -105,6 +105,8 @@ CREATE TABLE IF NOT EXISTS @.chunks (
     length INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
+-- bm25()'s totals (chunks, their average length) after each write: read from this, not from the wide rows.
+CREATE INDEX IF NOT EXISTS chunks_length ON @.chunks(length);
 CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
 CREATE TABLE IF NOT EXISTS @.postings (
     lexeme TEXT COLLATE "C" NOT NULL,
@@ -144,19 +146,21 @@ _QUERY_META = frozenset({"stemmer", "fts_tokenizer", "languages", "model"})
 META_SECONDS = 1.0
 
 # Vector search. Under HNSW_THRESHOLD embedded chunks a reader keeps every vector in memory and
-# scans them exactly (as on SQLite): at 50k chunks that is ~10 ms a query and every answer exact.
-# From it on, the server's HNSW index answers instead: the exact scan grows with the corpus (and
-# every write makes each warm reader fetch the whole matrix again), the index stays at a few ms.
-# Measured with tools/bench/bench_postgres.py (docs/performance.md): see HNSW_THRESHOLD's note there.
+# scans them exactly (as on SQLite): about 12 ms at 100k chunks on a quiet machine, every answer
+# exact. From it on, the server's HNSW index answers instead: the exact scan grows with the corpus
+# (~135 ms at 1M), each reader holds the whole matrix (154 MB at 100k) and fetches it again after
+# every write; the index answered in 17.5 ms at load 6 with recall@10 0.998 at 100k.
+# Measured with tools/bench/bench_postgres.py; docs/performance.md, "The PostgreSQL store".
 HNSW_THRESHOLD = 100_000
-# The index holds the vectors as halfvec (16-bit floats): half the memory and build time of
-# `vector`, and the same recall@10 in the bench; candidates are then scored from the exact
+# The index holds the vectors as halfvec (16-bit floats): half the index size of `vector`, the
+# same recall@10 (0.998 at 100k) and build time in the bench; candidates are then scored from the
 # float32 column, so a cosine means the same number on both paths. m and ef_construction are
-# pgvector's defaults, which gave recall@10 ≥ 0.98 with HNSW_EF_SEARCH.
+# pgvector's defaults.
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-# Candidates looked at per query: at least this many, and twice the pool fusion asks for (an
-# HNSW scan returns no more than ef_search rows; 1,000 is pgvector's ceiling).
+# Candidates looked at per query: at least this many, and twice the pool fusion asks for (400
+# for the default 200; an HNSW scan returns no more than ef_search rows without the iterative
+# scan; 1,000 is pgvector's ceiling).
 HNSW_EF_SEARCH = 100
 HNSW_EF_SEARCH_MAX = 1000
 # Memory a build may use (a graph that fits is built several times faster); a session setting of the build only.
@@ -924,6 +928,8 @@ class PostgresStore:
         """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
         version = self.data_version()
         if self._totals_at is None or self._totals_at[0] != version:
+            # From chunks_length alone (an index-only scan): the table's rows are wide (text, tsvector, vector),
+            # and every warm reader recounts after every write.
             row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
             self._totals_at = (version, int(row[0]), float(row[1]))
         return self._totals_at[1], self._totals_at[2]
@@ -1013,8 +1019,8 @@ class PostgresStore:
             self._hnsw_at = (version, rows >= HNSW_THRESHOLD and self.hnsw_state() is True)
         return self._hnsw_at[1]
 
-    def maintain_vector_index(self) -> bool:
-        """Build the HNSW index once the corpus has HNSW_THRESHOLD embedded chunks and none; True when it built one.
+    def maintain_indexes(self) -> bool:
+        """Build the indexes a corpus lacks: the HNSW index once it has HNSW_THRESHOLD embedded chunks; True when that was built.
 
         Called at the end of every batch of writes (a scan, a reindex, a sync,
         a full rebuild before its swap). Once built, PostgreSQL keeps it up to
@@ -1022,6 +1028,7 @@ class PostgresStore:
         other writers go on meanwhile; one process builds it (a lock tried, not
         waited for), and a build that was interrupted is dropped and made again.
         """
+        self._add_length_index()
         if self.embedded_count() < HNSW_THRESHOLD or self.hnsw_state() is True:
             return False
         key = self.schema + ":hnsw"
@@ -1052,6 +1059,21 @@ class PostgresStore:
             with contextlib.suppress(Exception):
                 self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
         return True
+
+    def _add_length_index(self) -> None:
+        """chunks_length, on a corpus made before it was in the schema (built CONCURRENTLY, by one process)."""
+        exists = self.conn.execute("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                                   " WHERE n.nspname = %s AND c.relname = 'chunks_length'", (self.schema,)).fetchone()
+        if exists is not None:
+            return
+        key = self.schema + ":length"
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            return
+        try:
+            self._execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS chunks_length ON @.chunks(length)")
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def nearest_vectors(
         self, query: np.ndarray, limit: int, *, file_ids: Iterable[int] | None = None, exact: bool = False
