@@ -1015,6 +1015,7 @@ class PostgresStore:
         """
         version = self.data_version()
         if self._hnsw_at is None or self._hnsw_at[0] != version:
+            self._ops = None  # a rebuild may have swapped in another model's vectors (another dimension)
             rows, _ = self._totals()
             self._hnsw_at = (version, rows >= HNSW_THRESHOLD and self.hnsw_state() is True)
         return self._hnsw_at[1]
@@ -1128,6 +1129,10 @@ class PostgresStore:
         conn = self._vector_conn
         if conn is not None and not conn.closed and not conn.broken:
             return conn
+        if conn is not None:  # lost with a server restart: handed back, so the pool replaces it
+            with contextlib.suppress(Exception):
+                self._pool.putconn(conn) if self._vector_pooled else conn.close()
+            self._vector_conn = None
         try:
             conn, self._vector_pooled = self._pool.getconn(timeout=SPARE_CONNECTION_WAIT), True
         except Exception:  # PoolTimeout: every pooled connection is some store's
