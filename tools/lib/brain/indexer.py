@@ -378,6 +378,7 @@ class Indexer:
                 store.remove_files(leaving)
                 report.removed.extend(leaving)
                 store.record_languages()
+                store.maintain_indexes()  # PostgreSQL: its HNSW index, once the corpus has grown past the threshold
                 self._count_cache_use(store, report)
             finally:
                 store.close()
@@ -538,6 +539,7 @@ class Indexer:
         store.remove_files(sorted(gone))
         report.removed.extend(sorted(gone))
         store.record_languages()
+        store.maintain_indexes()  # PostgreSQL: a rebuild's schema gets its HNSW index before it is swapped in
         for rel, reason in discovery.refused:  # said on every scan, so a link pulled from upstream is noticed
             report.warnings.append({"path": rel, "reason": f"not indexed: {reason}"})
         store.prune_extracted_text()

@@ -512,6 +512,7 @@ class Searcher:
             self._store.close()
             self._store = None
             self._vectors = None
+            self._version = None
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
@@ -539,10 +540,12 @@ class Searcher:
                 "run `brain index` to re-embed"
             )
 
-    def _vector_data(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _vector_data(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every vector as one matrix, kept until the index changes; None when the store searches its vectors itself."""
         version = self.store.data_version()
-        if self._vectors is None or version != self._version:
-            self._vectors = self.store.vector_matrix(self.embedder.dimension)
+        if version != self._version:
+            # A store past its HNSW threshold (PostgreSQL) answers nearest-vector queries: no matrix is held.
+            self._vectors = None if self.store.searches_vectors() else self.store.vector_matrix(self.embedder.dimension)
             self._version = version
         return self._vectors
 
@@ -751,6 +754,7 @@ class Searcher:
         use_keyword = mode in ("hybrid", "bm25")
         found = Candidates(use_keyword=use_keyword, use_vector=use_vector)
         vectors = self._vector_data() if use_vector else None  # reads the index: before the thread starts
+        on_store = use_vector and vectors is None
         scoring: Future[None] | None = None
         if use_keyword and use_vector:
             # FTS5 scores the matches on another thread while this one does the
@@ -760,9 +764,12 @@ class Searcher:
         elif use_keyword:
             store.score_matches(match, also)
         ids, sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        qvec: np.ndarray | None = None
         try:
             if vectors is not None:
                 ids, sims = self._vector_half(query, vectors, found, allowed, pool)
+            elif on_store:
+                qvec = self._vector_half_on_store(query, found, allowed, pool)
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
@@ -784,7 +791,8 @@ class Searcher:
                 found.keyword[cid] = score
             if use_vector and keyword_only:
                 # Keyword-only candidates get their exact cosine too.
-                found.cosine.update(self._cosines_of(keyword_only, ids, sims))
+                found.cosine.update(self.store.cosines(qvec, keyword_only) if on_store
+                                    else self._cosines_of(keyword_only, ids, sims))
             self._raise_whole_titles(query, found)
             if use_vector:
                 found.field_share = self._field_share(query, found, corrections)
@@ -853,6 +861,17 @@ class Searcher:
         found.cosine.update(zip(chunk_ids, sims[best].tolist()))
         found.ids.extend(chunk_ids)
         return ids, sims
+
+    def _vector_half_on_store(self, query: str, found: Candidates, allowed: set[int] | None, pool: int) -> np.ndarray:
+        """The vector half from the store's own index (PostgreSQL's HNSW) into `found`; returns the query's vector.
+
+        The store answers on a connection of its own, so this too runs beside the keyword half.
+        """
+        qvec = self.embedder.encode_query(query)
+        nearest = self.store.nearest_vectors(qvec, pool, file_ids=None if allowed is None else sorted(allowed))
+        found.cosine.update(nearest)
+        found.ids.extend(cid for cid, _ in nearest)
+        return qvec
 
     @staticmethod
     def _cosines_of(chunk_ids: list[int], ids: np.ndarray, sims: np.ndarray) -> dict[int, float]:

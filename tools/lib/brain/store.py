@@ -666,6 +666,14 @@ class Store:
         best = [(r[0], float(r[1])) for r in rows if r[2]]
         return best, {r[0]: float(r[1]) for r in rows if not r[2]}
 
+    def searches_vectors(self) -> bool:
+        """False: search scans this index's vectors in memory (PostgreSQL past its HNSW threshold answers itself)."""
+        return False
+
+    def maintain_indexes(self) -> bool:
+        """Nothing to build: SQLite's indexes are made with its tables, its vectors scanned exactly (the store interface); False."""
+        return False
+
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
 
@@ -853,6 +861,8 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
         return
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        # The lock file may be all that `.brain/` holds (the index on a PostgreSQL server): it too stays out of git.
+        Store._ignore_in_git(db_path.parent)
         handle = open(lock_path, "a+")
     except OSError as exc:
         raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None

@@ -105,6 +105,8 @@ CREATE TABLE IF NOT EXISTS @.chunks (
     length INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
+-- bm25()'s totals (chunks, their average length) after each write: read from this, not from the wide rows.
+CREATE INDEX IF NOT EXISTS chunks_length ON @.chunks(length);
 CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
 CREATE TABLE IF NOT EXISTS @.postings (
     lexeme TEXT COLLATE "C" NOT NULL,
@@ -142,6 +144,29 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {}
 # later sees; this process's own writes clear them at once.
 _QUERY_META = frozenset({"stemmer", "fts_tokenizer", "languages", "model"})
 META_SECONDS = 1.0
+
+# Vector search. Under HNSW_THRESHOLD embedded chunks a reader keeps every vector in memory and
+# scans them exactly (as on SQLite): about 12 ms at 100k chunks on a quiet machine, every answer
+# exact. From it on, the server's HNSW index answers instead: the exact scan grows with the corpus
+# (~135 ms at 1M), each reader holds the whole matrix (154 MB at 100k) and fetches it again after
+# every write; the index answered in 17.5 ms at load 6 with recall@10 0.998 at 100k.
+# Measured with tools/bench/bench_postgres.py; docs/performance.md, "The PostgreSQL store".
+HNSW_THRESHOLD = 100_000
+# The index holds the vectors as halfvec (16-bit floats): half the index size of `vector`, the
+# same recall@10 (0.998 at 100k) and build time in the bench; candidates are then scored from the
+# float32 column, so a cosine means the same number on both paths. m and ef_construction are
+# pgvector's defaults.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+# Candidates looked at per query: at least this many, and twice the pool fusion asks for (400
+# for the default 200; an HNSW scan returns no more than ef_search rows without the iterative
+# scan; 1,000 is pgvector's ceiling).
+HNSW_EF_SEARCH = 100
+HNSW_EF_SEARCH_MAX = 1000
+# Memory a build may use (a graph that fits is built several times faster); a session setting of the build only.
+HNSW_BUILD_MEMORY = "1GB"
+HNSW_INDEX = "chunks_hnsw"
+SPARE_CONNECTION_WAIT = 0.01  # seconds a store waits for a second pooled connection before opening its own
 
 _FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
 _CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
@@ -205,7 +230,9 @@ def _pool(conninfo: str, shown: str) -> Any:
             raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason}); start the server or fix `store` in "
                              "brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)")
         # check: a connection the server dropped (a restart) is replaced before it is handed out.
-        pool = ConnectionPool(conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=False,
+        # Two connections per open store (the keyword half, the vector half): 8 stores at once; a store past
+        # that opens its vector half's connection directly.
+        pool = ConnectionPool(conninfo, min_size=1, max_size=16, kwargs={"autocommit": True}, open=False,
                               name="brain", timeout=30.0, check=ConnectionPool.check_connection)
         try:
             pool.open(wait=True, timeout=15.0)
@@ -407,6 +434,10 @@ class PostgresStore:
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
         self._totals_at: tuple[int, int, float] | None = None
+        self._hnsw_at: tuple[int, bool] | None = None  # (data version, whether the server searches the vectors)
+        self._ops: tuple[str, int] | None = None
+        self._vector_conn: Any = None  # the vector half's connection (nearest_vectors), taken at its first use
+        self._vector_pooled = False
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
         self.created = False  # True when this open made the corpus's schema
         try:
@@ -498,6 +529,11 @@ class PostgresStore:
             self.conn = None
             with contextlib.suppress(Exception):
                 self._pool.putconn(conn)
+        second = getattr(self, "_vector_conn", None)
+        if second is not None:
+            self._vector_conn = None
+            with contextlib.suppress(Exception):
+                self._pool.putconn(second) if self._vector_pooled else second.close()
 
     def replaced(self) -> bool:
         """True when the connection was lost (a server restart): a long-lived reader then opens the store again.
@@ -892,6 +928,8 @@ class PostgresStore:
         """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
         version = self.data_version()
         if self._totals_at is None or self._totals_at[0] != version:
+            # From chunks_length alone (an index-only scan): the table's rows are wide (text, tsvector, vector),
+            # and every warm reader recounts after every write.
             row = self._execute("SELECT count(*), coalesce(avg(length), 0) FROM @.chunks").fetchone()
             self._totals_at = (version, int(row[0]), float(row[1]))
         return self._totals_at[1], self._totals_at[2]
@@ -942,6 +980,174 @@ class PostgresStore:
                 matrix[done:end] = raw.reshape(len(rows), dim)
                 done = end
         return ids[:done], file_ids[:done], matrix[:done]
+
+    # ------------------------------------------------------------ vector search on the server (HNSW)
+
+    def _vector_ops(self) -> tuple[str, int]:
+        """(pgvector's schema as a quoted identifier, the dimension of this index's vectors): what the HNSW statements name."""
+        if self._ops is None:
+            row = self.conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+                                    " WHERE e.extname = 'vector'").fetchone()
+            dimension = self.get_meta("dimension")
+            if not dimension:
+                found = self._execute("SELECT vector_dims(vector) FROM @.chunks WHERE vector IS NOT NULL LIMIT 1").fetchone()
+                dimension = found[0] if found else 0
+            self._ops = ('"' + row[0].replace('"', '""') + '"', int(dimension))
+        return self._ops
+
+    def hnsw_state(self) -> bool | None:
+        """True: this corpus has a usable HNSW index; False: one whose build was interrupted (unusable); None: none."""
+        row = self.conn.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema, HNSW_INDEX)).fetchone()
+        return None if row is None else bool(row[0])
+
+    def embedded_count(self) -> int:
+        """How many chunks have a vector."""
+        return int(self._execute("SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL").fetchone()[0])
+
+    def searches_vectors(self) -> bool:
+        """True when the server answers nearest-vector queries (HNSW, at HNSW_THRESHOLD chunks and more): readers keep no matrix.
+
+        Decided again after every write (the data version), so a corpus that
+        crosses the threshold, or a rebuild that swaps in an index, is followed.
+        """
+        version = self.data_version()
+        if self._hnsw_at is None or self._hnsw_at[0] != version:
+            self._ops = None  # a rebuild may have swapped in another model's vectors (another dimension)
+            rows, _ = self._totals()
+            self._hnsw_at = (version, rows >= HNSW_THRESHOLD and self.hnsw_state() is True)
+        return self._hnsw_at[1]
+
+    def maintain_indexes(self) -> bool:
+        """Build the indexes a corpus lacks: the HNSW index once it has HNSW_THRESHOLD embedded chunks; True when that was built.
+
+        Called at the end of every batch of writes (a scan, a reindex, a sync,
+        a full rebuild before its swap). Once built, PostgreSQL keeps it up to
+        date on every insert. On the live schema it is built CONCURRENTLY, so
+        other writers go on meanwhile; one process builds it (a lock tried, not
+        waited for), and a build that was interrupted is dropped and made again.
+        """
+        self._add_length_index()
+        if self.embedded_count() < HNSW_THRESHOLD or self.hnsw_state() is True:
+            return False
+        key = self.schema + ":hnsw"
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            return False  # another process is building it
+        try:
+            state = self.hnsw_state()
+            if state is True:
+                return False
+            live = not self.schema.endswith(REBUILD_SUFFIX)
+            concurrently = "CONCURRENTLY " if live else ""  # a rebuild's schema has no readers or other writers
+            if state is False:
+                self._execute(f"DROP INDEX {concurrently}IF EXISTS @.{HNSW_INDEX}")
+            ext, dimension = self._vector_ops()
+            self.conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (HNSW_BUILD_MEMORY,))
+            try:
+                # Only constants and the schema are spliced in (DDL takes no parameters).
+                self._execute(
+                    f"CREATE INDEX {concurrently}IF NOT EXISTS {HNSW_INDEX} ON @.chunks USING hnsw"
+                    f" ((vector::{ext}.halfvec({dimension})) {ext}.halfvec_ip_ops)"
+                    f" WITH (m = {int(HNSW_M)}, ef_construction = {int(HNSW_EF_CONSTRUCTION)})")
+            finally:
+                with contextlib.suppress(Exception):
+                    self.conn.execute("RESET maintenance_work_mem")
+            with self.transaction():
+                pass  # a new data version: warm readers drop their matrix and ask the index
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+        return True
+
+    def _add_length_index(self) -> None:
+        """chunks_length, on a corpus made before it was in the schema (built CONCURRENTLY, by one process)."""
+        exists = self.conn.execute("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                                   " WHERE n.nspname = %s AND c.relname = 'chunks_length'", (self.schema,)).fetchone()
+        if exists is not None:
+            return
+        key = self.schema + ":length"
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            return
+        try:
+            self._execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS chunks_length ON @.chunks(length)")
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+    def nearest_vectors(
+        self, query: np.ndarray, limit: int, *, file_ids: Iterable[int] | None = None, exact: bool = False
+    ) -> list[tuple[int, float]]:
+        """The `limit` chunks nearest `query` (a normalised float32 vector) as (chunk id, cosine), best first.
+
+        Through the HNSW index (ef_search: HNSW_EF_SEARCH, or twice `limit`),
+        unless `exact`, or a filter leaves fewer than HNSW_THRESHOLD chunks (their
+        exact scan is then cheap and complete; a larger filtered set is walked
+        with pgvector's iterative scan). Cosines come from the float32 column
+        either way. Runs on the store's second connection: search.py calls it
+        while the keyword half uses the first.
+        """
+        ext, dimension = self._vector_ops()
+        wanted = None if file_ids is None else [int(f) for f in file_ids]
+        params: dict[str, Any] = {"q": _vector_text(np.asarray(query, dtype=np.float32).tobytes()), "limit": int(limit),
+                                  "files": wanted}
+        where = "vector IS NOT NULL" + ("" if wanted is None else " AND file_id = ANY(%(files)s)")
+        try:
+            conn = self._vector_connection()
+            with conn.transaction():
+                if wanted is not None and not exact:
+                    exact = int(conn.execute(self._sql("SELECT count(*) FROM @.chunks WHERE file_id = ANY(%s)"),
+                                             (wanted,)).fetchone()[0]) < HNSW_THRESHOLD
+                if exact:
+                    order = f"vector OPERATOR({ext}.<#>) %(q)s::{ext}.vector"  # the float32 column: no index matches it
+                else:
+                    # The index, even where the planner would sort a small table instead: the store
+                    # decided by the corpus's size, and a test on a few rows must take the same path.
+                    ef = min(HNSW_EF_SEARCH_MAX, max(HNSW_EF_SEARCH, 2 * int(limit)))
+                    # The iterative scan goes on past ef_search when rows drop out after the index: a filter's,
+                    # and the old versions of rewritten files until VACUUM clears them from the graph.
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, true),"
+                                 " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                                 " set_config('enable_seqscan', 'off', true)", (str(ef),))
+                    order = f"vector::{ext}.halfvec({dimension}) OPERATOR({ext}.<#>) %(q)s::{ext}.halfvec({dimension})"
+                rows = conn.execute(self._sql(
+                    f"SELECT id, -(vector OPERATOR({ext}.<#>) %(q)s::{ext}.vector) FROM @.chunks WHERE {where}"
+                    f" ORDER BY {order} LIMIT %(limit)s"), params).fetchall()
+        except self._psycopg.OperationalError as exc:
+            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
+                             "check the server and try again") from None
+        # An iterative scan returns rows nearly in order; halfvec distances round: order by the exact cosine.
+        return sorted(((int(c), float(s)) for c, s in rows), key=lambda r: (-r[1], r[0]))
+
+    def _vector_connection(self) -> Any:
+        """This store's second connection, for the vector half while the keyword half holds the first; kept until close.
+
+        From the pool when one is free at once, else a direct one: a server with
+        as many open stores as the pool has connections must not wait on itself.
+        """
+        conn = self._vector_conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if conn is not None:  # lost with a server restart: handed back, so the pool replaces it
+            with contextlib.suppress(Exception):
+                self._pool.putconn(conn) if self._vector_pooled else conn.close()
+            self._vector_conn = None
+        try:
+            conn, self._vector_pooled = self._pool.getconn(timeout=SPARE_CONNECTION_WAIT), True
+        except Exception:  # PoolTimeout: every pooled connection is some store's
+            conn, self._vector_pooled = self._psycopg.connect(split_location(self.location)[0], autocommit=True), False
+        self._vector_conn = conn
+        return conn
+
+    def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        """The exact cosine of each of these chunks with `query` (a chunk without a vector has none)."""
+        if not ids:
+            return {}
+        ext, _ = self._vector_ops()
+        return {int(c): float(s) for c, s in self._execute(
+            f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks WHERE id = ANY(%s) AND vector IS NOT NULL",
+            (_vector_text(np.asarray(query, dtype=np.float32).tobytes()), [int(i) for i in ids]))}
 
     def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
         """The stemmed keyword fields of these chunks (FIELDS → text), as the keyword index reads them."""
