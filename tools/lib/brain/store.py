@@ -245,7 +245,57 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-class Store:
+class MetaRecords:
+    """What every store keeps in its meta table and derives from it, for SQLite and PostgreSQL alike.
+
+    Built only on the store's own get_meta/set_meta, so both stores say the same
+    thing about commits, syncs, rebuilds and languages.
+    """
+
+    def get_meta(self, key: str) -> str | None:
+        raise NotImplementedError
+
+    def set_meta(self, items: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def indexed_commit(self) -> str | None:
+        """The git commit up to which every committed change is in the index (None: never recorded)."""
+        return self.get_meta("git_commit")
+
+    def record_sync(self, result: dict[str, Any]) -> None:
+        """Keep what the last git sync did (shown by `brain status`)."""
+        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_sync(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_sync_result")
+        return json.loads(raw) if raw else None
+
+    def record_rebuild(self, result: dict[str, Any]) -> None:
+        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
+        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
+
+    def last_rebuild(self) -> dict[str, Any] | None:
+        raw = self.get_meta("last_rebuild_result")
+        return json.loads(raw) if raw else None
+
+    def query_languages(self) -> tuple[str, ...]:
+        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
+        recorded = self.get_meta("languages")
+        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
+
+    def stemmer(self) -> str:
+        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
+        return self.get_meta("stemmer") or NO_STEMMER
+
+    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
+        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
+        index_stemmer = self.stemmer()
+        if index_stemmer != AUTO_STEMMER:
+            return index_stemmer
+        return detect_language("\n".join(c.text for c in chunks[:8]))
+
+
+class Store(MetaRecords):
     """One open index database."""
 
     def __init__(
@@ -384,10 +434,6 @@ class Store:
 
     # ------------------------------------------------------------ freshness records
 
-    def indexed_commit(self) -> str | None:
-        """The git commit up to which every committed change is in the index (None: never recorded)."""
-        return self.get_meta("git_commit")
-
     def record_indexed_commit(self, commit: str | None) -> None:
         """Remember that the index holds every change up to `commit` (None forgets it)."""
         with self.transaction() as conn:
@@ -397,35 +443,10 @@ class Store:
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_commit', ?)", (commit,))
             conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_synced_at', ?)", (_now(),))
 
-    def record_sync(self, result: dict[str, Any]) -> None:
-        """Keep what the last git sync did (shown by `brain status`)."""
-        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_sync(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_sync_result")
-        return json.loads(raw) if raw else None
-
-    def record_rebuild(self, result: dict[str, Any]) -> None:
-        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
-        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_rebuild(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_rebuild_result")
-        return json.loads(raw) if raw else None
-
     def record_languages(self) -> None:
         """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
         found = [r[0] for r in self.conn.execute("SELECT DISTINCT language FROM files WHERE language != '' ORDER BY 1")]
         self.set_meta({"languages": ",".join(found)})
-
-    def query_languages(self) -> tuple[str, ...]:
-        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
-        recorded = self.get_meta("languages")
-        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
-
-    def stemmer(self) -> str:
-        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
-        return self.get_meta("stemmer") or NO_STEMMER
 
     def fts_tokenizer(self) -> str:
         """The tokenizer the FTS table was really created with (read from its definition, not from meta)."""
@@ -517,13 +538,6 @@ class Store:
                     for seq, c in enumerate(chunks)
                 ],
             )
-
-    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
-        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
-        index_stemmer = self.stemmer()
-        if index_stemmer != AUTO_STEMMER:
-            return index_stemmer
-        return detect_language("\n".join(c.text for c in chunks[:8]))
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""

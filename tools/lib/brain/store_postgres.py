@@ -45,10 +45,8 @@ from .errors import BrainError
 from .excerpt import fold
 from .stemming import AUTO as AUTO_STEMMER
 from .stemming import NONE as NO_STEMMER
-from .stemming import detect_language
-from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
-from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER, ChunkRow, FileRow, NewChunk
+from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER, ChunkRow, FileRow, MetaRecords, NewChunk
 
 # The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
 # vectors in pgvector, keywords in a weighted tsvector.
@@ -399,7 +397,7 @@ def _vector_bytes(binary: bytes) -> bytes:
     return np.frombuffer(binary, dtype=">f4", offset=4).astype(np.float32).tobytes()
 
 
-class PostgresStore:
+class PostgresStore(MetaRecords):
     """One corpus's index in a PostgreSQL database (a schema of its own); the interface of store.Store."""
 
     def __init__(
@@ -577,10 +575,6 @@ class PostgresStore:
 
     # ------------------------------------------------------------ freshness records
 
-    def indexed_commit(self) -> str | None:
-        """The git commit up to which every committed change is in the index (None: never recorded)."""
-        return self.get_meta("git_commit")
-
     def record_indexed_commit(self, commit: str | None) -> None:
         """Remember that the index holds every change up to `commit` (None forgets it)."""
         with self.transaction() as conn:
@@ -592,35 +586,10 @@ class PostgresStore:
             conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_synced_at', %s)"
                                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (_now(),))
 
-    def record_sync(self, result: dict[str, Any]) -> None:
-        """Keep what the last git sync did (shown by `brain status`)."""
-        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_sync(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_sync_result")
-        return json.loads(raw) if raw else None
-
-    def record_rebuild(self, result: dict[str, Any]) -> None:
-        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
-        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_rebuild(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_rebuild_result")
-        return json.loads(raw) if raw else None
-
     def record_languages(self) -> None:
         """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
         found = [r[0] for r in self._execute("SELECT DISTINCT language FROM @.files WHERE language != '' ORDER BY 1")]
         self.set_meta({"languages": ",".join(found)})
-
-    def query_languages(self) -> tuple[str, ...]:
-        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
-        recorded = self.get_meta("languages")
-        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
-
-    def stemmer(self) -> str:
-        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
-        return self.get_meta("stemmer") or NO_STEMMER
 
     def fts_tokenizer(self) -> str:
         """The FTS5 tokenizer whose tokens this index stores (recorded when the schema was made)."""
@@ -740,13 +709,6 @@ class PostgresStore:
             for chunk_id, length, counts in chunks:
                 for lexeme, (a, b, c, d) in counts.items():
                     copy.write_row((lexeme, chunk_id, file_id, length, a, b, c, d))
-
-    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
-        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
-        index_stemmer = self.stemmer()
-        if index_stemmer != AUTO_STEMMER:
-            return index_stemmer
-        return detect_language("\n".join(c.text for c in chunks[:8]))
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""
