@@ -49,6 +49,15 @@ def init_repo(root: Path) -> Path:
     return root
 
 
+def committed_notes(root: Path, files: dict[str, str | bytes]) -> Path:
+    """A new git repo at `root` holding `files` in one commit."""
+    init_repo(root)
+    write(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    return root
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """`brain ARGS` as a real process (python -m brain), capturing output."""
     full_env = dict(os.environ)

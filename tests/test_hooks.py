@@ -47,6 +47,37 @@ def wait_for_log(root: Path, text: str, timeout: float = 240.0) -> str:
     raise AssertionError(f"{text!r} never appeared in {log}:\n{log.read_text(encoding='utf-8') if log.exists() else '(no log)'}")
 
 
+def commit_burst(root: Path, count: int) -> None:
+    """`count` commits in a row, each one change: a new note, an edit, a deletion or a rename, in turn."""
+    notes = iter(sorted(git(root, "ls-files", "*.md", "*.txt").splitlines()))
+    for n in range(count):
+        kind = n % 4
+        if kind == 0:
+            write(root, {f"burst/new {n}.md": f"# Burst {n}\n\nCommit number {n} in the burst, about glacier {n}.\n"})
+        elif kind == 1:
+            path = root / next(notes)
+            path.write_text(path.read_text(encoding="utf-8") + f"\nEdited in burst commit {n}.\n", encoding="utf-8")
+        elif kind == 2:
+            (root / next(notes)).unlink()
+        else:
+            old = next(notes)
+            git(root, "mv", old, f"{old[:-3]} renamed {n}{old[-3:]}")
+        commit(root, f"burst {n}")
+
+
+def assert_hook_ran_for_each(root: Path, count: int) -> None:
+    """Every one of `count` post-commit runs logged one line, none failed, and the last reached HEAD."""
+    head = git(root, "rev-parse", "HEAD").strip()
+    log = wait_for_log(root, f"..{head[:12]}:")
+    # Every hook run logged one line: it either caught up or left it to the run already waiting.
+    deadline = time.monotonic() + 120
+    while log.count(" post-commit") < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+        log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
+    assert log.count(" post-commit") == count, log
+    assert "failed" not in log, log
+
+
 def assert_clean(root: Path) -> None:
     status = Brain(root).status(verify=True)
     assert status.clean, status.to_dict()
@@ -221,29 +252,8 @@ def test_twenty_commits_while_a_rebuild_runs(example_notes: Path) -> None:
     deadline = time.monotonic() + 60
     while not marker.exists() and rebuild.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    notes = iter(sorted(git(root, "ls-files", "*.md", "*.txt").splitlines()))
-    for n in range(20):
-        kind = n % 4
-        if kind == 0:
-            write(root, {f"burst/new {n}.md": f"# Burst {n}\n\nCommit number {n} in the burst, about glacier {n}.\n"})
-        elif kind == 1:
-            path = root / next(notes)
-            path.write_text(path.read_text(encoding="utf-8") + f"\nEdited in burst commit {n}.\n", encoding="utf-8")
-        elif kind == 2:
-            (root / next(notes)).unlink()
-        else:
-            old = next(notes)
-            git(root, "mv", old, f"{old[:-3]} renamed {n}{old[-3:]}")
-        commit(root, f"burst {n}")
+    commit_burst(root, 20)
     out, err = rebuild.communicate(timeout=600)
     assert rebuild.returncode == 0, err
-    head = git(root, "rev-parse", "HEAD").strip()
-    log = wait_for_log(root, f"..{head[:12]}:")
-    # Every hook run logged one line: it either caught up or left it to the run already waiting.
-    deadline = time.monotonic() + 120
-    while log.count(" post-commit") < 20 and time.monotonic() < deadline:
-        time.sleep(0.2)
-        log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
-    assert log.count(" post-commit") == 20, log
-    assert "failed" not in log, log
+    assert_hook_ran_for_each(root, 20)
     assert_clean(root)

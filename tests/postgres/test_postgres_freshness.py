@@ -27,7 +27,7 @@ from brain import Brain
 from brain.config import load_settings
 from brain.store import open_store
 from brain.store_postgres import split_location
-from conftest import PROJECT, git, run_cli, write
+from conftest import PROJECT, run_cli, write
 from test_concurrency import test_concurrent_writers_leave_an_exact_index  # noqa: F401
 from test_gitsync import (  # noqa: F401
     repo,
@@ -39,7 +39,7 @@ from test_gitsync import (  # noqa: F401
     test_rename_with_edits_replaces_the_old_path,
     test_twenty_commits_are_caught_up_by_one_sync,
 )
-from test_hooks import assert_clean, commit, wait_for_log
+from test_hooks import assert_clean, assert_hook_ran_for_each, commit_burst
 from test_rebuild import test_searches_during_a_rebuild_see_a_complete_index  # noqa: F401
 
 
@@ -100,29 +100,9 @@ def test_commits_through_the_hook_while_a_rebuild_runs(example_notes: Path, on_s
     while not _rebuild_schema_exists(on_server) and rebuild.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     during = rebuild.poll() is None  # the commits below overlap the rebuild (unless it was very quick)
-    notes = iter(sorted(git(root, "ls-files", "*.md", "*.txt").splitlines()))
-    for n in range(8):
-        kind = n % 4
-        if kind == 0:
-            write(root, {f"burst/new {n}.md": f"# Burst {n}\n\nCommit number {n} in the burst, about glacier {n}.\n"})
-        elif kind == 1:
-            path = root / next(notes)
-            path.write_text(path.read_text(encoding="utf-8") + f"\nEdited in burst commit {n}.\n", encoding="utf-8")
-        elif kind == 2:
-            (root / next(notes)).unlink()
-        else:
-            old = next(notes)
-            git(root, "mv", old, f"{old[:-3]} renamed {n}{old[-3:]}")
-        commit(root, f"burst {n}")
+    commit_burst(root, 8)
     _, err = rebuild.communicate(timeout=600)
     assert rebuild.returncode == 0, err
-    head = git(root, "rev-parse", "HEAD").strip()
-    log = wait_for_log(root, f"..{head[:12]}:")
-    deadline = time.monotonic() + 120
-    while log.count(" post-commit") < 8 and time.monotonic() < deadline:
-        time.sleep(0.2)
-        log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
-    assert log.count(" post-commit") == 8, log
-    assert "failed" not in log, log
+    assert_hook_ran_for_each(root, 8)
     assert_clean(root)
     assert during or rebuild.returncode == 0

@@ -17,7 +17,7 @@ from brain import Brain
 from brain import store_postgres
 from brain.store import NewChunk
 from brain.store_postgres import HNSW_INDEX, PostgresStore
-from conftest import git, init_repo, write
+from conftest import committed_notes, git
 
 DIM = 384
 
@@ -101,10 +101,7 @@ NOTES = {f"topic{n}/note{n}.md": f"# Note {n}\n\n{text}\n" for n, text in enumer
 
 def test_search_through_hnsw_equals_the_exact_scan(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same notes searched in every mode with the index and without it: the same results, the same scores."""
-    root = init_repo(tmp_path / "notes")
-    write(root, NOTES)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "notes")
+    root = committed_notes(tmp_path / "notes", NOTES)
     brain = Brain(root)
     brain.index()
     queries = ["web server TLS renewal", "clinic project", "vegetable garden", "database backup", "train to Milan"]

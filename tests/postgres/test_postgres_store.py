@@ -13,9 +13,8 @@ import pytest
 
 from brain import Brain
 from brain.errors import BrainError
-from brain.store import open_store
 from brain.store_postgres import PostgresStore, schema_name, split_location, tsquery_literal, tsvector_literal
-from conftest import PROJECT, git, init_repo, run_cli, write
+from conftest import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
     "projects/nexum.md": "---\ntitle: Nexum clinic\nstatus: active\n---\n# Nexum\n\n"
@@ -88,10 +87,7 @@ def test_index_search_every_mode_get_grep_ask_status_stats(tmp_path: Path, store
 
 
 def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str) -> None:
-    root = init_repo(tmp_path / "notes")
-    write(root, NOTES)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "notes")
+    root = committed_notes(tmp_path / "notes", NOTES)
     brain = Brain(root)
     brain.index()
     searcher_version = brain.searcher.store.data_version()  # a warm reader, as `brain serve` keeps one
