@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus_files import DEFAULT_DATA, DEFAULT_WORK, PROJECT, read_beir_queries  # noqa: E402
+from corpus_files import DEFAULT_DATA, DEFAULT_WORK, PROJECT, read_beir_queries, write_synthetic_file  # noqa: E402
 
 CHUNKS_PER_FILE = 10
 
@@ -63,8 +63,7 @@ def base_rows(base_db: Path) -> tuple[dict[str, str], list[str], np.ndarray]:
 def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], matrix: np.ndarray, size: int, model: str) -> float:
     """Write `size` chunks as files and into the index of `root` (SQLite, or the server when `store_url`); returns chunks/s."""
     from brain.config import load_settings
-    from brain.sources import content_hash
-    from brain.store import NewChunk, open_store
+    from brain.store import open_store
 
     root.mkdir(parents=True, exist_ok=True)
     config = f'[embedding]\nmodel = "{model}"\n'
@@ -79,23 +78,7 @@ def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], ma
     rng = np.random.default_rng(42)
     started = time.monotonic()
     for f in range(size // CHUNKS_PER_FILE):
-        lines, chunks = [], []
-        for line_no in range(1, CHUNKS_PER_FILE + 1):
-            k = f * CHUNKS_PER_FILE + line_no - 1
-            src, variant = k % len(texts), k // len(texts)
-            text = texts[src] if variant == 0 else f"{texts[src]} variant{variant}"
-            vector = matrix[src] if variant == 0 else matrix[src] + rng.normal(0, 0.02, matrix.shape[1]).astype(np.float32)
-            vector = (vector / np.linalg.norm(vector)).astype(np.float32)
-            lines.append(text)
-            chunks.append(NewChunk(text, "", line_no, line_no, [], None, vector.tobytes()))
-        rel = f"d{f // 1000:04d}/f{f:07d}.txt"
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = ("\n".join(lines) + "\n").encode()
-        path.write_bytes(data)
-        info = path.stat()
-        store.replace_file(path=rel, hash=content_hash(data), size=info.st_size, mtime_ns=info.st_mtime_ns,
-                           metadata={}, warning=None, page_starts=[], chunks=chunks, path_text=rel)
+        write_synthetic_file(store, root, f, texts, matrix, rng, CHUNKS_PER_FILE, path_field=True)
     seconds = time.monotonic() - started
     store.record_languages()
     store.close()

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus_files import DEFAULT_DATA, DEFAULT_WORK, PROJECT, materialise, read_beir_queries  # noqa: E402
+from corpus_files import DEFAULT_DATA, DEFAULT_WORK, PROJECT, materialise, read_beir_queries, write_synthetic_file  # noqa: E402
 
 CHUNKS_PER_FILE = 10
 
@@ -47,8 +47,7 @@ def base_index(data: Path, work: Path) -> Path:
 
 def synthesise(base_db: Path, size: int, work: Path) -> Path:
     """A notes folder of `size` chunks (files of CHUNKS_PER_FILE lines) with its index, built once."""
-    from brain.sources import content_hash
-    from brain.store import NewChunk, Store
+    from brain.store import Store
 
     root = work / f"synthetic-{size}"
     db = root / ".brain" / "brain.sqlite"
@@ -78,24 +77,7 @@ def synthesise(base_db: Path, size: int, work: Path) -> Path:
     n_files = size // CHUNKS_PER_FILE
     started = time.monotonic()
     for f in range(n_files):
-        picks = [(f * CHUNKS_PER_FILE + j) for j in range(CHUNKS_PER_FILE)]
-        lines, chunks = [], []
-        for line_no, k in enumerate(picks, 1):
-            src = k % len(texts)
-            variant = k // len(texts)
-            text = texts[src] if variant == 0 else f"{texts[src]} variant{variant}"
-            vector = matrix[src] if variant == 0 else matrix[src] + rng.normal(0, 0.02, matrix.shape[1]).astype(np.float32)
-            vector = (vector / np.linalg.norm(vector)).astype(np.float32)
-            lines.append(text)
-            chunks.append(NewChunk(text, "", line_no, line_no, [], None, vector.tobytes()))
-        rel = f"d{f // 1000:04d}/f{f:07d}.txt"
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = ("\n".join(lines) + "\n").encode()
-        path.write_bytes(data)
-        info = path.stat()
-        store.replace_file(path=rel, hash=content_hash(data), size=info.st_size, mtime_ns=info.st_mtime_ns,
-                           metadata={}, warning=None, page_starts=[], chunks=chunks)
+        write_synthetic_file(store, root, f, texts, matrix, rng, CHUNKS_PER_FILE)
         if f and f % 10000 == 0:
             print(f"  synthesising {size}: {f * CHUNKS_PER_FILE} chunks, {time.monotonic() - started:.0f}s", file=sys.stderr)
     store.checkpoint()

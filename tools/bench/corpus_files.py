@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = PROJECT.parent / "shared" / "data"
@@ -48,3 +49,36 @@ def materialise(folder: Path, work: Path, limit: int | None = None) -> Path:
             target.write_text(text, encoding="utf-8")
     marker.write_text(str(len(docs)))
     return notes
+
+
+def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], matrix: Any, rng: Any,
+                         chunks_per_file: int, *, path_field: bool = False) -> None:
+    """File `number` of a synthetic corpus, written to disk under `root` and into `store`.
+
+    Its chunks take real texts and vectors in turn; past the end of them a text is
+    reused with a distinguishing word and its vector perturbed and re-normalised, so
+    any size can be made from a real index. `path_field`: fill the keyword index's
+    path field as the indexer does.
+    """
+    import numpy as np
+
+    from brain.sources import content_hash
+    from brain.store import NewChunk
+
+    lines, chunks = [], []
+    for line_no in range(1, chunks_per_file + 1):
+        k = number * chunks_per_file + line_no - 1
+        src, variant = k % len(texts), k // len(texts)
+        text = texts[src] if variant == 0 else f"{texts[src]} variant{variant}"
+        vector = matrix[src] if variant == 0 else matrix[src] + rng.normal(0, 0.02, matrix.shape[1]).astype(np.float32)
+        vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+        lines.append(text)
+        chunks.append(NewChunk(text, "", line_no, line_no, [], None, vector.tobytes()))
+    rel = f"d{number // 1000:04d}/f{number:07d}.txt"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = ("\n".join(lines) + "\n").encode()
+    path.write_bytes(data)
+    info = path.stat()
+    store.replace_file(path=rel, hash=content_hash(data), size=info.st_size, mtime_ns=info.st_mtime_ns, metadata={},
+                       warning=None, page_starts=[], chunks=chunks, path_text=rel if path_field else "")
