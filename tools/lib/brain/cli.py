@@ -114,7 +114,7 @@ def _click_param(param: Param) -> Callable[[Callable[..., Any]], Callable[..., A
     )
 
 
-def operation_command(name: str, **extra: Any) -> Callable[[Callable[..., Any]], click.Command]:
+def operation_command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
     """A click command for operation `name`: its help, examples and every parameter come from `operations`."""
     op = operation(name)
 
@@ -122,7 +122,7 @@ def operation_command(name: str, **extra: Any) -> Callable[[Callable[..., Any]],
         for param in reversed(op.params):
             function = _click_param(param)(function)
         function = _location_options(function)
-        return cli.command(name, help=_help(op.description, op.examples), short_help=op.summary, **extra)(function)
+        return cli.command(name, help=_help(op.description, op.examples), short_help=op.summary)(function)
 
     return decorate
 
@@ -602,27 +602,20 @@ def serve_command(host: str, port: int, corpora: tuple[str, ...], allow_hosts: t
 
 def _corpora(named_texts: list[str]) -> Any:
     """The folders a server serves: the notes folder around you (or --root) as the default, then every --corpus."""
-    from .config import find_root
+    from .config import locate_root
     from .served import DEFAULT_CORPUS, Corpora, parse_corpus
 
     root, config = _location()
     corpora = Corpora()
     named = [parse_corpus(text) for text in named_texts]
-    # Without --root or BRAIN_ROOT the folder around you is served only when it is a notes folder
-    # (or nothing else was named); `brain serve --corpus x=…` from anywhere else serves just x.
-    if root is not None or os.environ.get("BRAIN_ROOT") or not named or _inside_notes_folder():
-        corpora.add(DEFAULT_CORPUS, find_root(root), config, default=True)
+    found = locate_root(root)
+    # With --corpus, the folder around you is served too only when it is a notes folder brain knows
+    # (--root, BRAIN_ROOT, or one with brain.toml or .brain/), not just any repository or folder.
+    if not named or found.reason not in ("git top-level", "current folder"):
+        corpora.add(DEFAULT_CORPUS, found.path, config, default=True)
     for name, path in named:
         corpora.add(name, path)
     return corpora
-
-
-def _inside_notes_folder() -> bool:
-    """True when the current folder or one above it has brain.toml or .brain/ (a notes folder brain knows)."""
-    from pathlib import Path
-
-    here = Path.cwd().resolve()
-    return any((folder / "brain.toml").is_file() or (folder / ".brain").is_dir() for folder in (here, *here.parents))
 
 
 # ------------------------------------------------------------------ running

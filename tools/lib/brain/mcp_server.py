@@ -68,8 +68,9 @@ def _reaches_outside(settings: Any) -> bool:
 
     if not settings["ask.model"]:
         return False
-    host = urlparse(str(settings["ask.base_url"] or "https://api.openai.com/v1")).hostname or ""
-    return not is_loopback(host)
+    if not settings["ask.base_url"]:
+        return True  # the openai client's own default endpoint, a cloud service
+    return not is_loopback(urlparse(settings["ask.base_url"]).hostname or "")
 
 
 def build_server(corpus: ServedCorpus) -> Any:

@@ -68,9 +68,6 @@ class Operation:
     read_only: bool = True
     cli_flags: tuple[str, ...] = field(default=())  # output-only CLI flags (--json, --format): not parameters
 
-    def param(self, name: str) -> Param:
-        return next(p for p in self.params if p.name == name)
-
     @property
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -265,15 +262,15 @@ def python_type(param: Param) -> Any:
     return base if param.required or param.default is not None else base | None
 
 
-def pydantic_field(param: Param, *, strict: bool = True) -> tuple[Any, Any]:
+def pydantic_field(param: Param) -> tuple[Any, Any]:
     """(annotation, default Field) of `param` for a pydantic model: what MCP and HTTP validate with."""
     from typing import Annotated
 
     from pydantic import Field, StrictBool
 
     kind = python_type(param)
-    if param.kind == "bool" and strict:
-        kind = StrictBool
+    if param.kind == "bool":
+        kind = StrictBool  # JSON booleans only: "yes" or 1 is a mistake, refused with the field's name
     constraints: dict[str, Any] = {"description": param.help}
     if param.kind in ("int", "float"):
         if param.minimum is not None:
