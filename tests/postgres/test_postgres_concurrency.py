@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,3 +132,46 @@ def test_a_searcher_beside_a_writer_through_hnsw(store_url: str, monkeypatch: py
     exact = store.nearest_vectors(q / np.linalg.norm(q), 10, exact=True)
     assert [c for c, _ in store.nearest_vectors(q / np.linalg.norm(q), 10)] == [c for c, _ in exact]
     store.close()
+
+
+def test_writers_on_two_machines_take_turns_through_the_server(store_url: str, tmp_path: Path) -> None:
+    """Two clones of one folder (two machines: two lock files, one corpus) write in turn; one that cannot wait says why.
+
+    Without the server's lock, a hook on one machine could write the live schema
+    while the other machine's full rebuild fills the new one, and the swap would lose it.
+    """
+    from functools import partial
+
+    from brain.config import load_settings
+    from brain.errors import BrainError
+    from brain.indexer import Indexer
+    from brain.store import server_writer_lock, writer_lock
+
+    roots = []
+    for machine in ("machine-a", "machine-b"):
+        root = tmp_path / machine / "notes"
+        root.mkdir(parents=True)
+        (root / "decisions.md").write_text("# Decisioni\n\nUsiamo PostgreSQL per il team.\n", encoding="utf-8")
+        roots.append(root)
+    first, second = (load_settings(root) for root in roots)
+    assert first.database_path != second.database_path  # nothing on disk is shared
+    held, released = threading.Event(), []
+
+    def write_on_machine_a() -> None:
+        with Indexer(first).writing():
+            held.set()
+            time.sleep(1.5)
+            released.append(time.monotonic())
+
+    holder = threading.Thread(target=write_on_machine_a)
+    holder.start()
+    assert held.wait(30)
+    report = Indexer(second).scan()
+    done = time.monotonic()
+    holder.join()
+    assert report.added == ["decisions.md"] and done >= released[0]
+
+    with Indexer(first).writing():
+        with pytest.raises(BrainError, match=r"another brain process, on this machine or another, has been writing corpus"):
+            with writer_lock(second.database_path, 0.3, also=partial(server_writer_lock, second)):
+                pass

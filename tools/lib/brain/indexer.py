@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import sqlite3
 import sys
@@ -23,7 +24,7 @@ from .chunking import Chunk, chunk_text, chunking_identity
 from .config import Settings
 from .embeddings import Embedder, text_hash
 from .errors import BrainError, Interrupted
-from .store import KEYWORD_FIELDS, NewChunk, Store, index_exists, open_store, store_location, writer_lock
+from .store import KEYWORD_FIELDS, NewChunk, Store, index_exists, open_store, server_writer_lock, store_location, writer_lock
 
 # Files are embedded together in groups of about this many chunks: big enough
 # to keep the model's batches full, small enough to bound memory.
@@ -289,7 +290,7 @@ class Indexer:
         the same unit as the write (git's HEAD before a scan, the last indexed
         commit before a sync) wraps both in this instead of taking the lock itself.
         """
-        with writer_lock(self.settings.database_path):
+        with writer_lock(self.settings.database_path, also=functools.partial(server_writer_lock, self.settings)):
             yield
 
     def scan(self) -> ScanReport:

@@ -17,7 +17,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -856,10 +856,14 @@ _HELD = threading.local()
 
 
 @contextlib.contextmanager
-def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
+def writer_lock(
+    db_path: Path, wait_seconds: float = 600.0, *, also: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None
+) -> Iterator[None]:
     """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait.
 
     Re-entrant within one thread; other threads and processes wait for it.
+    `also(seconds left)`: a second lock the outermost holder takes inside this
+    one (the server's, which writers on other machines share).
     """
     import fcntl
 
@@ -892,7 +896,8 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
                 time.sleep(0.1)
         held[key] = 1
         try:
-            yield
+            with also(max(0.0, deadline - time.monotonic())) if also else contextlib.nullcontext():
+                yield
         finally:
             held.pop(key, None)
     finally:
@@ -910,6 +915,25 @@ def writer_lock(db_path: Path, wait_seconds: float = 600.0) -> Iterator[None]:
 def store_location(settings: Any) -> str:
     """The `store` setting: '' for the SQLite file, else a PostgreSQL URL."""
     return str(settings.values.get("store") or "")
+
+
+@contextlib.contextmanager
+def server_writer_lock(settings: Any, wait_seconds: float) -> Iterator[None]:
+    """The writer lock a PostgreSQL corpus keeps on its server, shared by every machine that writes it; nothing for SQLite.
+
+    The lock file beside `database` guards one machine; clones on several
+    machines write one corpus, and a hook's write landing in the live schema
+    while another machine's full rebuild fills the new one would be lost at the
+    swap. So every writer of a corpus also holds this one.
+    """
+    location = store_location(settings)
+    if not location:
+        yield
+        return
+    from .store_postgres import corpus_writer_lock
+
+    with corpus_writer_lock(location, settings.root.name, wait_seconds):
+        yield
 
 
 def open_store(

@@ -243,6 +243,31 @@ def _pool(conninfo: str, shown: str) -> Any:
         return pool
 
 
+@contextlib.contextmanager
+def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Iterator[None]:
+    """Held by a writer of a corpus for a whole unit of work, whichever machine it runs on (a session advisory lock).
+
+    Needs no schema (a corpus's first index takes it too). Waits up to
+    `wait_seconds` for another writer, then fails saying so; dropped with the
+    connection if the process dies.
+    """
+    conninfo, named = split_location(location)
+    shown = shown_location(location)
+    key = schema_name(named or corpus) + ":write"
+    with _pool(conninfo, shown).connection() as conn:
+        deadline = time.monotonic() + wait_seconds
+        while not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise BrainError(f"another brain process, on this machine or another, has been writing corpus "
+                                 f"{named or corpus!r} on {shown} for over {wait_seconds:.0f}s; try again later")
+            time.sleep(0.1)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
 def _first_error(conninfo: str, psycopg: Any) -> str | None:
     """Why one direct connection fails (the pool only says it timed out)."""
     try:
