@@ -13,7 +13,7 @@ import pytest
 
 from brain import Brain
 from brain.errors import BrainError
-from brain.store_postgres import PostgresStore, schema_name, split_location, tsquery_literal, tsvector_literal
+from brain.store_postgres import PostgresStore, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
 from conftest import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
@@ -171,6 +171,8 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
     """The same notes on both stores: every keyword hit has the same BM25 (fusion then treats them alike)."""
     notes = dict(NOTES)
     notes["ops/nginx-more.md"] = "# Nginx again\n\nnginx nginx reverse proxy; the certificate chain of nginx.\n"
+    # Words whose tokens an imitation of FTS5 got wrong (Snowball's porter, Python's folding).
+    notes["lab/cardiology.md"] = "# Cardiology lab\n\nThe cardiology and immunology teams measure H₂O₂ daily; incredibly, the panel acceded.\n"
     on_server, in_file = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
     write(on_server, notes)
     write(in_file, notes)
@@ -180,7 +182,8 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
     file_brain = Brain(in_file)
     file_brain.index()
     assert (in_file / ".brain" / "brain.sqlite").exists()
-    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate"]:
+    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate",
+                  "cardiology immunology", "H₂O₂", "incredibly acceded"]:
         scores = []
         for brain in (server_brain, file_brain):
             hits = brain.search(query, mode="bm25", chunks=True, limit=20).results
@@ -190,6 +193,38 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
             assert scores[0][key] == pytest.approx(value, rel=1e-6), (query, key)
     server_brain.close()
     file_brain.close()
+
+
+def test_tokens_are_fts5s_own() -> None:
+    """Every token the server stores is the one SQLite's FTS5 stores for the same text, porter or not."""
+    import sqlite3
+
+    text = "Perché l'ultimo FT-2026-0412? Cardiology, immunology; H₂O₂ ca² incredibly acceded naïve ÆON straße 東京 über_cool"
+    for porter, tokenizer in ((False, "unicode61 remove_diacritics 2"), (True, "porter unicode61 remove_diacritics 2")):
+        db = sqlite3.connect(":memory:")
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{tokenizer}')")
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        db.execute("INSERT INTO t(x) VALUES (?)", (text,))
+        assert index_tokens(text, porter) == [row[0] for row in db.execute("SELECT term FROM v ORDER BY offset")]
+
+
+def test_a_schema_4_corpus_is_rebuilt_by_the_next_index(tmp_path: Path, store_url: str) -> None:
+    """Schema 4 made some tokens its own way: the migration marks its tokenizer, and the next index rebuilds it."""
+    root = tmp_path / "notes"
+    write(root, NOTES)
+    brain = Brain(root)
+    brain.index()
+    store = PostgresStore(store_url, "ignored")
+    store.conn.execute(f'UPDATE "{store.schema}".state SET schema_version = 4')
+    store.close()
+    brain.close()
+    brain = Brain(root)
+    assert brain.index().rebuilt
+    store = PostgresStore(store_url, "ignored")
+    assert store.fts_tokenizer() == "porter unicode61 remove_diacritics 2" and store.schema_version() == 5
+    store.close()
+    assert brain.search("clinica", mode="bm25").results
+    brain.close()
 
 
 def test_a_newer_schema_is_refused_and_nothing_is_written(store_url: str) -> None:

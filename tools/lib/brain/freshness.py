@@ -100,6 +100,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.dimension = int(dimension) if dimension else None
             report.chunking = store.get_meta("chunking")
             report.schema_version = store.schema_version()
+            report.schema_supported = store.supported_schema
             wanted = model_identity(embedder, settings)
             report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in KEYWORD_KEYS])
             report.keyword_mismatch = identity_mismatch(store, wanted, KEYWORD_KEYS)

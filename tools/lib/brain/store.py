@@ -298,6 +298,8 @@ class MetaRecords:
 class Store(MetaRecords):
     """One open index database."""
 
+    supported_schema = SCHEMA_VERSION  # the schema this brain reads and writes
+
     def __init__(
         self,
         path: Path,

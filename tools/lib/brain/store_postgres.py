@@ -10,8 +10,8 @@ bumps so warm readers know to reload). Everything above this module sees a Store
 Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
 FTS5 makes them: brain stems each file's words in its language (the same
 Snowball stemmer and the same `search.stemmer = auto` decision as the SQLite
-store), folds accents and case, applies porter when the tokenizer names it,
-and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
+store), runs each word through FTS5's own tokenizer (SQLite in memory:
+unicode61, porter when the index has it), and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
 B heading/path, D body). PostgreSQL's own parser and language configurations
 would split `FT-2026-0412` into signed numbers and stem the query a second
 time; this way a word matches the same chunks on both stores and fusion (in
@@ -50,7 +50,7 @@ from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER
 
 # The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
 # vectors in pgvector, keywords in a weighted tsvector.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_PREFIX = "brain_"
 REBUILD_SUFFIX = "__rebuild"
 INSTALL_HINT = "pip install 'brain-search[postgres]'"
@@ -134,8 +134,13 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
 )
 """
 
-# Statements that take a schema from version N-1 to N (`@.` names the schema); none yet: 4 is the first.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+# Statements that take a schema from version N-1 to N (`@.` names the schema); 4 is the first.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 5: tokens from FTS5's own tokenizer. Schema 4's imitation made other tokens of some words
+    # ("cardiologi"), so its recorded tokenizer stops matching the settings' and the next
+    # `brain index` (a hook's, the nightly rebuild) rebuilds the corpus from its cached vectors.
+    5: ("UPDATE @.meta SET value = value || ' (tokens made before schema 5)' WHERE key = 'fts_tokenizer'",),
+}
 
 # Meta keys each query reads several times (how to stem it, which languages): kept this long
 # per store. They change only when an index is built or rebuilt, which a query a second
@@ -277,20 +282,39 @@ def _first_error(conninfo: str, psycopg: Any) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=200_000)
-def _porter(word: str) -> str:
-    """A token as FTS5's porter tokenizer stores it: tokens under 3 or over 64 characters stay as they are."""
-    if not 3 <= len(word) <= 64:
-        return word
-    from .spelling import _porter as porter_stemmer
+# FTS5's own tokenizers, run in memory: the server's postings must hold exactly the tokens the
+# SQLite store's FTS5 index holds, and an imitation did not (Snowball's porter and Python's folding
+# differ from FTS5's on about one text in ten: "cardiologi"/"cardiolog", "ca2"/"ca²").
+_FTS5: dict[bool, tuple[sqlite3.Connection, threading.Lock]] = {}
+_FTS5_LOCK = threading.Lock()
 
-    return porter_stemmer()(word) or word
+
+def _fts5(porter: bool) -> tuple[sqlite3.Connection, threading.Lock]:
+    with _FTS5_LOCK:
+        if porter not in _FTS5:
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+            tokenizer = FTS_TOKENIZERS[1] if porter else FTS_TOKENIZERS[0]
+            db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{tokenizer}')")  # a constant
+            db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
+            _FTS5[porter] = (db, threading.Lock())
+        return _FTS5[porter]
+
+
+@functools.lru_cache(maxsize=200_000)
+def _word_tokens(word: str, porter: bool) -> tuple[str, ...]:
+    """The tokens FTS5 stores for one word as the text has it (nearly always one), with or without porter."""
+    db, lock = _fts5(porter)
+    with lock:
+        db.execute("INSERT INTO words(rowid, word) VALUES (1, ?)", (word,))
+        try:
+            return tuple(row[0] for row in db.execute("SELECT term FROM tokens ORDER BY offset"))
+        finally:
+            db.execute("DELETE FROM words")
 
 
 def index_tokens(text: str, porter: bool) -> list[str]:
-    """The tokens FTS5 would store for `text` (already stemmed by brain): unicode61 words, folded, porter when asked."""
-    tokens = [fold(t) for t in _TOKEN.findall(text)]
-    return [_porter(t) for t in tokens] if porter else tokens
+    """The tokens FTS5 would store for `text` (already stemmed by brain), each word through FTS5's own tokenizer."""
+    return [token for word in _TOKEN.findall(text) for token in _word_tokens(word, porter)]
 
 
 def _quote(token: str) -> str:
@@ -424,6 +448,8 @@ def _vector_bytes(binary: bytes) -> bytes:
 
 class PostgresStore(MetaRecords):
     """One corpus's index in a PostgreSQL database (a schema of its own); the interface of store.Store."""
+
+    supported_schema = SCHEMA_VERSION  # the schema this brain reads and writes (numbered apart from SQLite's)
 
     def __init__(
         self,
