@@ -107,8 +107,8 @@ def already_built(root: Path, store_url: str, size: int) -> bool:
         store.close()
 
 
-def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: bool) -> dict:
-    """Build the HNSW index (timed), then recall@10/@200 and latency of it against the server's exact scan."""
+def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: bool, keep_index: bool = False) -> dict:
+    """Build the HNSW index (timed; `keep_index`: the one there is kept), then recall@10/@200 and latency of it against the exact scan."""
     from brain import store_postgres
     from brain.config import load_settings
     from brain.embeddings import Embedder
@@ -122,10 +122,11 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
     out: dict = {"embedded": store.embedded_count()}
     threshold = store_postgres.HNSW_THRESHOLD
     store_postgres.HNSW_THRESHOLD = 0  # this size is measured with the index whatever the threshold says
-    store._execute(f"DROP INDEX IF EXISTS @.{store_postgres.HNSW_INDEX}")  # a previous run's: the build is timed
-    started = time.monotonic()
-    store.maintain_indexes()
-    out["build_s"] = round(time.monotonic() - started, 1)
+    if not (keep_index and store.hnsw_state() is True):
+        store._execute(f"DROP INDEX IF EXISTS @.{store_postgres.HNSW_INDEX}")  # a previous run's: the build is timed
+        started = time.monotonic()
+        store.maintain_indexes()
+        out["build_s"] = round(time.monotonic() - started, 1)
     store_postgres.HNSW_THRESHOLD = threshold
     variants = [("halfvec", store.nearest_vectors)]
     if vector_index:
@@ -137,7 +138,7 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
         out["vector_build_s"] = round(time.monotonic() - started, 1)
 
         def full_precision(q: np.ndarray, limit: int) -> list[tuple[int, float]]:
-            ef = min(1000, max(store_postgres.HNSW_EF_SEARCH, 2 * limit))
+            ef = store_postgres.hnsw_ef_search(store.embedded_count())
             with store.conn.transaction():
                 store.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 return store._execute(f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks"
@@ -285,6 +286,7 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=0, help="searcher processes beside one writer (0: not measured)")
     parser.add_argument("--concurrent-seconds", type=float, default=60.0)
     parser.add_argument("--reuse", action="store_true", help="keep an index a previous run built at this size (no write figure)")
+    parser.add_argument("--keep-index", action="store_true", help="with --reuse: measure the HNSW index a previous run built")
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
@@ -300,7 +302,7 @@ def main() -> None:
 
     results: dict = {"machine": {"cores": os.cpu_count()}, "base_model": meta["model"], "sizes": {},
                      "hnsw": {"threshold": store_postgres.HNSW_THRESHOLD, "m": store_postgres.HNSW_M,
-                              "ef_construction": store_postgres.HNSW_EF_CONSTRUCTION, "ef_search": store_postgres.HNSW_EF_SEARCH}}
+                              "ef_construction": store_postgres.HNSW_EF_CONSTRUCTION, "ef_search": [store_postgres.HNSW_EF_SEARCH_MIN, store_postgres.HNSW_EF_SEARCH_MAX]}}
     for size in args.sizes:
         entry: dict = {}
         for name, url in (("sqlite", ""), ("postgres", args.store)):
@@ -315,7 +317,7 @@ def main() -> None:
                 entry[name] = {"write_chunks_per_s": round(build(root, store_url, meta, texts, matrix, size, model), 1),
                                "load_after_write": round(os.getloadavg()[0], 2)}
             if name == "postgres":
-                entry[name]["hnsw"] = hnsw_figures(root, store_url, queries, args.vector_index)
+                entry[name]["hnsw"] = hnsw_figures(root, store_url, queries, args.vector_index, args.keep_index)
                 print(f"{size:>8} hnsw {json.dumps(entry[name]['hnsw'])}", file=sys.stderr)
             for mode in ("bm25", "vector", "hybrid"):
                 entry[name][mode] = warm_latency(root, store_url, queries, mode)

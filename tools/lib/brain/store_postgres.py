@@ -162,9 +162,11 @@ HNSW_THRESHOLD = 100_000
 # the links and twice the search while building, recalled 0.994 (and twice the build time).
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
-# Candidates looked at per query: pgvector's ceiling. At 1M, 400 recalled 0.970 (one query 0.1)
-# and 1,000 0.994 in 23 ms, still small beside the keyword half; fusion asks for 200.
-HNSW_EF_SEARCH = 1000
+# Candidates looked at per query (fusion asks for 200): one per thousand chunks, between these.
+# At 100k, 400 recalled 0.998-1.0 (1,000 cost twice the time for nothing); at 1M, 400 recalled
+# 0.970 (one query 0.1) and 1,000 (pgvector's ceiling) 0.994 in 23 ms.
+HNSW_EF_SEARCH_MIN = 400
+HNSW_EF_SEARCH_MAX = 1000
 # Memory a build may use: the 1M graph (1.3 GB) fits, and a graph that fits is built several
 # times faster; a session setting of the build only, taken as needed.
 HNSW_BUILD_MEMORY = "2GB"
@@ -271,6 +273,11 @@ def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Itera
         finally:
             with contextlib.suppress(Exception):
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
+def hnsw_ef_search(chunks: int) -> int:
+    """How many candidates an HNSW search of a corpus this size looks at."""
+    return max(HNSW_EF_SEARCH_MIN, min(HNSW_EF_SEARCH_MAX, chunks // 1000))
 
 
 def _first_error(conninfo: str, psycopg: Any) -> str | None:
@@ -483,7 +490,7 @@ class PostgresStore(MetaRecords):
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
         self._totals_at: tuple[int, int, float] | None = None
-        self._hnsw_at: tuple[int, bool] | None = None  # (data version, whether the server searches the vectors)
+        self._hnsw_at: tuple[int, bool, int] | None = None  # (data version, whether the server searches the vectors, chunks)
         self._ops: tuple[str, int] | None = None
         self._vector_conn: Any = None  # the vector half's connection (nearest_vectors), taken at its first use
         self._vector_pooled = False
@@ -1047,7 +1054,7 @@ class PostgresStore(MetaRecords):
         if self._hnsw_at is None or self._hnsw_at[0] != version:
             self._ops = None  # a rebuild may have swapped in another model's vectors (another dimension)
             rows, _ = self._totals()
-            self._hnsw_at = (version, rows >= HNSW_THRESHOLD and self.hnsw_state() is True)
+            self._hnsw_at = (version, rows >= HNSW_THRESHOLD and self.hnsw_state() is True, rows)
         return self._hnsw_at[1]
 
     def maintain_indexes(self) -> bool:
@@ -1111,7 +1118,7 @@ class PostgresStore(MetaRecords):
     ) -> list[tuple[int, float]]:
         """The `limit` chunks nearest `query` (a normalised float32 vector) as (chunk id, cosine), best first.
 
-        Through the HNSW index (ef_search: HNSW_EF_SEARCH; the iterative scan goes past it when needed),
+        Through the HNSW index (ef_search: hnsw_ef_search; the iterative scan goes past it when needed),
         unless `exact`, or a filter leaves fewer than HNSW_THRESHOLD chunks (their
         exact scan is then cheap and complete; a larger filtered set is walked
         with pgvector's iterative scan). Cosines come from the float32 column
@@ -1134,7 +1141,8 @@ class PostgresStore(MetaRecords):
                 else:
                     # The index, even where the planner would sort a small table instead: the store
                     # decided by the corpus's size, and a test on a few rows must take the same path.
-                    ef = HNSW_EF_SEARCH
+                    # The chunk count searches_vectors saw (this connection's neighbour is busy with keywords).
+                    ef = hnsw_ef_search(self._hnsw_at[2] if self._hnsw_at else HNSW_THRESHOLD)
                     # The iterative scan goes on past ef_search when rows drop out after the index: a filter's,
                     # and the old versions of rewritten files until VACUUM clears them from the graph.
                     conn.execute("SELECT set_config('hnsw.ef_search', %s, true),"
