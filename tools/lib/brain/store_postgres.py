@@ -985,12 +985,18 @@ class PostgresStore(MetaRecords):
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
         """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
         ids, files, scores = self._matches
-        wanted = {int(c) for c in also}
-        of_also = {int(i): float(s) for i, s in zip(ids.tolist(), scores.tolist()) if int(i) in wanted}
+        # In numpy: a query matches up to a fifth of a 1M-chunk corpus, and Python loops over
+        # its matches cost 20-50 ms a query.
+        wanted = np.isin(ids, np.fromiter((int(c) for c in also), dtype=np.int64))
+        of_also = dict(zip(ids[wanted].tolist(), scores[wanted].tolist()))
         keep = np.ones(len(ids), dtype=bool)
         if file_ids is not None:
             keep = np.isin(files, np.fromiter((int(f) for f in file_ids), dtype=np.int64))
         kept_ids, kept_scores = ids[keep], scores[keep]
+        if len(kept_scores) > limit > 0:  # only what can make the first `limit` (ties at the edge included) is sorted
+            edge = np.partition(kept_scores, len(kept_scores) - limit)[len(kept_scores) - limit]
+            near = kept_scores >= edge
+            kept_ids, kept_scores = kept_ids[near], kept_scores[near]
         order = np.lexsort((kept_ids, -kept_scores))[:limit]  # best first, ties by id as SQLite orders them
         return [(int(kept_ids[i]), float(kept_scores[i])) for i in order], of_also
 
