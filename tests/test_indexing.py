@@ -215,3 +215,35 @@ def test_a_one_file_reindex_does_not_load_torch(tmp_path: Path) -> None:
                          env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_note_deleted_between_the_walk_and_the_read_is_removed_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: bool
+) -> None:
+    """A commit deleting a note while a scan or the nightly rebuild reads the folder: the note is gone, nothing failed."""
+    from brain import sources
+    from brain.config import load_settings
+    from brain.indexer import Indexer
+
+    root = tmp_path / "notes"
+    write(root, {"a.md": "# A\n\nalpha notes\n", "b.md": "# B\n\nbeta notes\n"})
+    Brain(root).index()
+    (root / "b.md").write_text("# B\n\nbeta notes, changed\n", encoding="utf-8")  # so the scan reads it again
+    walk = sources.discover
+
+    def walk_then_delete(settings):  # type: ignore[no-untyped-def]
+        found = walk(settings)
+        (root / "b.md").unlink()
+        return found
+
+    monkeypatch.setattr(sources, "discover", walk_then_delete)
+    indexer = Indexer(load_settings(root))
+    report = indexer.rebuild() if full else indexer.scan()
+    assert report.failed == []
+    assert report.removed == ([] if full else ["b.md"])  # a rebuild's new index never had it
+    store = Store(load_settings(root).database_path, create=False, readonly=True)
+    try:
+        assert sorted(store.all_files()) == ["a.md"]
+    finally:
+        store.close()

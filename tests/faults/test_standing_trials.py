@@ -670,8 +670,9 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
     assert rebuild is not None, "the rebuild never started"
     known = KnownFindings()
     if rebuild.returncode != 0:
-        # A note deleted by a commit while the rebuild read the folder is reported failed,
-        # and the nightly run exits 1, though the note is simply gone (not in issue 13).
+        # A note deleted by a commit while the rebuild read the folder was reported failed, and the
+        # nightly run exited 1, though the note was simply gone; fixed (it counts as removed), and
+        # named here should it come back.
         vanished = [line for line in rebuild_err.splitlines() if line.strip().startswith("failed ")]
         gone = ("No such file or directory", "deleted while being indexed")
         assert vanished and all(any(why in line for why in gone) for line in vanished), rebuild_err[-500:]

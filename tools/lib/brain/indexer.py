@@ -560,10 +560,11 @@ class Indexer:
         files: Sequence[sources.SourceFile],
         existing: dict[str, Any],
         report: ScanReport,
-        gone: dict[str, Any] | None = None,
+        gone: dict[str, Any],
     ) -> None:
+        """Index `files` into `store`; `gone`: indexed files no longer on disk (move sources; the caller removes them)."""
         gone_by_hash: dict[str, str] = {}
-        for path, row in (gone or {}).items():
+        for path, row in gone.items():
             gone_by_hash.setdefault(row.hash, path)
         unchanged = {s.rel for s in files if (row := existing.get(s.rel)) is not None
                      and row.size == s.size and row.mtime_ns == s.mtime_ns}
@@ -584,7 +585,10 @@ class Indexer:
                     progress.skip(source.rel)
                     continue
                 except FileNotFoundError:
-                    report.failed.append({"path": source.rel, "reason": "deleted while being indexed; run `brain index` again"})
+                    # Deleted between the walk and the read (a commit meanwhile): the note is gone,
+                    # which is a removal, not a failure; a rebuild's new index simply lacks it.
+                    if row is not None:
+                        gone[source.rel] = row  # removed with the others by the caller
                     progress.skip(source.rel)
                     continue
                 digest = sources.content_hash(data)
@@ -597,7 +601,6 @@ class Indexer:
                     old = gone_by_hash.pop(digest)
                     store.move_file(old, source.rel, source.size, source.mtime_ns, title=self._moved_title(source, data),
                                     path_text=sources.readable_path(source.rel))
-                    assert gone is not None
                     gone.pop(old, None)
                     report.moved.append({"from": old, "to": source.rel})
                     progress.skip(source.rel)
