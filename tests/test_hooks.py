@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -239,8 +240,9 @@ def test_hook_leaves_repositories_without_brain_alone(tmp_path: Path) -> None:
     assert not (other / ".brain").exists()
 
 
-def test_twenty_commits_while_a_rebuild_runs(example_notes: Path) -> None:
-    root = example_notes
+def commits_during_a_rebuild(root: Path, commits: int, started: Callable[[], bool]) -> None:
+    """Index `root`, install the hook, start `index --full`, and once `started()` says its new index
+    exists, commit `commits` times through the hook; checks the rebuild, every hook run and the final index."""
     Brain(root).index()
     assert run_cli("--root", str(root), "hooks", "install").returncode == 0
     # New text the rebuild has to embed: it holds the index long enough for the whole burst.
@@ -248,12 +250,16 @@ def test_twenty_commits_while_a_rebuild_runs(example_notes: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
     rebuild = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    marker = root / ".brain" / "brain.sqlite.rebuild"
     deadline = time.monotonic() + 60
-    while not marker.exists() and rebuild.poll() is None and time.monotonic() < deadline:
+    while not started() and rebuild.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    commit_burst(root, 20)
-    out, err = rebuild.communicate(timeout=600)
+    commit_burst(root, commits)
+    _, err = rebuild.communicate(timeout=600)
     assert rebuild.returncode == 0, err
-    assert_hook_ran_for_each(root, 20)
+    assert_hook_ran_for_each(root, commits)
     assert_clean(root)
+
+
+def test_twenty_commits_while_a_rebuild_runs(example_notes: Path) -> None:
+    marker = example_notes / ".brain" / "brain.sqlite.rebuild"
+    commits_during_a_rebuild(example_notes, 20, marker.exists)

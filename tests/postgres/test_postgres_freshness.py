@@ -11,10 +11,6 @@ same code on both stores.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,11 +19,9 @@ import pytest
 import test_concurrency
 import test_gitsync
 import test_rebuild
-from brain import Brain
 from brain.config import load_settings
 from brain.store import open_store
 from brain.store_postgres import split_location
-from conftest import PROJECT, run_cli, write
 from test_concurrency import test_concurrent_writers_leave_an_exact_index  # noqa: F401
 from test_gitsync import (  # noqa: F401
     repo,
@@ -39,7 +33,7 @@ from test_gitsync import (  # noqa: F401
     test_rename_with_edits_replaces_the_old_path,
     test_twenty_commits_are_caught_up_by_one_sync,
 )
-from test_hooks import assert_clean, assert_hook_ran_for_each, commit_burst
+from test_hooks import commits_during_a_rebuild
 from test_rebuild import test_searches_during_a_rebuild_see_a_complete_index  # noqa: F401
 
 
@@ -89,20 +83,4 @@ def _rebuild_schema_exists(url: str) -> bool:
 
 def test_commits_through_the_hook_while_a_rebuild_runs(example_notes: Path, on_server: str) -> None:
     """test_hooks' burst of commits during `index --full`, waiting for the rebuild's schema (not its SQLite file)."""
-    root = example_notes
-    Brain(root).index()
-    assert run_cli("--root", str(root), "hooks", "install").returncode == 0
-    write(root, {f"incoming/{n}.md": f"# Incoming {n}\n\nField notes from trip {n} to the Dolomites, day {n * 3}.\n" for n in range(3)})
-    env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
-    rebuild = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not _rebuild_schema_exists(on_server) and rebuild.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    during = rebuild.poll() is None  # the commits below overlap the rebuild (unless it was very quick)
-    commit_burst(root, 8)
-    _, err = rebuild.communicate(timeout=600)
-    assert rebuild.returncode == 0, err
-    assert_hook_ran_for_each(root, 8)
-    assert_clean(root)
-    assert during or rebuild.returncode == 0
+    commits_during_a_rebuild(example_notes, 8, lambda: _rebuild_schema_exists(on_server))
