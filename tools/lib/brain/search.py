@@ -754,10 +754,10 @@ class Searcher:
         use_keyword = mode in ("hybrid", "bm25")
         found = Candidates(use_keyword=use_keyword, use_vector=use_vector)
         vectors = self._vector_data() if use_vector else None  # reads the index: before the thread starts
-        on_store = use_vector and vectors is None
-        # On a server the keyword half is the server's work; on a machine that runs the server too, the
-        # encoder's threads beside it took 42 ms instead of 13 (measured at 100k chunks): encode first.
-        query_vector = self.embedder.encode_query(query) if on_store else None
+        # The store searches its own vectors (a server): the keyword half is the server's work, and on a
+        # machine that runs the server too the encoder's threads beside it took 42 ms instead of 13
+        # (measured at 100k chunks): encode first. None: the vectors are in `vectors`, or not wanted.
+        query_vector = self.embedder.encode_query(query) if use_vector and vectors is None else None
         scoring: Future[None] | None = None
         if use_keyword and use_vector:
             # FTS5 scores the matches on another thread while this one does the
@@ -767,12 +767,11 @@ class Searcher:
         elif use_keyword:
             store.score_matches(match, also)
         ids, sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        qvec: np.ndarray | None = None
         try:
             if vectors is not None:
                 ids, sims = self._vector_half(query, vectors, found, allowed, pool)
-            elif on_store:
-                qvec = self._vector_half_on_store(query_vector, found, allowed, pool)
+            elif query_vector is not None:
+                self._vector_half_on_store(query_vector, found, allowed, pool)
         finally:
             if scoring is not None:
                 scoring.result()  # the connection is this thread's again (and errors surface)
@@ -794,7 +793,7 @@ class Searcher:
                 found.keyword[cid] = score
             if use_vector and keyword_only:
                 # Keyword-only candidates get their exact cosine too.
-                found.cosine.update(self.store.cosines(qvec, keyword_only) if on_store
+                found.cosine.update(self.store.cosines(query_vector, keyword_only) if query_vector is not None
                                     else self._cosines_of(keyword_only, ids, sims))
             self._raise_whole_titles(query, found)
             if use_vector:
@@ -865,15 +864,14 @@ class Searcher:
         found.ids.extend(chunk_ids)
         return ids, sims
 
-    def _vector_half_on_store(self, qvec: np.ndarray, found: Candidates, allowed: set[int] | None, pool: int) -> np.ndarray:
-        """The vector half from the store's own index (PostgreSQL's HNSW) into `found`; returns the query's vector.
+    def _vector_half_on_store(self, qvec: np.ndarray, found: Candidates, allowed: set[int] | None, pool: int) -> None:
+        """The vector half from the store's own index (PostgreSQL's HNSW) into `found`.
 
         The store answers on a connection of its own, so this too runs beside the keyword half.
         """
         nearest = self.store.nearest_vectors(qvec, pool, file_ids=None if allowed is None else sorted(allowed))
         found.cosine.update(nearest)
         found.ids.extend(cid for cid, _ in nearest)
-        return qvec
 
     @staticmethod
     def _cosines_of(chunk_ids: list[int], ids: np.ndarray, sims: np.ndarray) -> dict[int, float]:

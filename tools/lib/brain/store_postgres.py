@@ -11,8 +11,8 @@ Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
 FTS5 makes them: brain stems each file's words in its language (the same
 Snowball stemmer and the same `search.stemmer = auto` decision as the SQLite
 store), runs each word through FTS5's own tokenizer (SQLite in memory:
-unicode61, porter when the index has it), and hands PostgreSQL a ready `tsvector` literal (weights A title/meta,
-B heading/path, D body). PostgreSQL's own parser and language configurations
+unicode61, porter when the index has it), and hands PostgreSQL a ready
+`tsvector` literal (weights A title/meta, B heading/path, D body). PostgreSQL's own parser and language configurations
 would split `FT-2026-0412` into signed numbers and stem the query a second
 time; this way a word matches the same chunks on both stores and fusion (in
 search.py) treats both alike. The ranking is FTS5's own bm25() with the field
