@@ -13,7 +13,7 @@ import pytest
 
 from brain import Brain
 from brain.errors import BrainError
-from brain.store_postgres import PostgresStore, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
+from brain.store_postgres import PostgresStore, _sum_by_chunk, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
 from conftest import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
@@ -183,7 +183,7 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
     file_brain.index()
     assert (in_file / ".brain" / "brain.sqlite").exists()
     for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate",
-                  "cardiology immunology", "H₂O₂", "incredibly acceded"]:
+                  "cardiology immunology", "H₂O₂", "incredibly acceded", "nginx nginx certificate"]:
         scores = []
         for brain in (server_brain, file_brain):
             hits = brain.search(query, mode="bm25", chunks=True, limit=20).results
@@ -193,6 +193,19 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
             assert scores[0][key] == pytest.approx(value, rel=1e-6), (query, key)
     server_brain.close()
     file_brain.close()
+
+
+def test_scores_of_several_words_add_up_per_chunk_by_slot_or_by_sort() -> None:
+    """Each chunk once, by id, with its file and the sum of its scores; ids close together or far apart alike."""
+    import numpy as np
+
+    for ids in ([7, 3, 7, 5, 3], [7 << 40, 3, 7 << 40, 5, 3]):  # the second too spread for a slot per id
+        parts = [(np.array(ids[:3]), np.array([70, 30, 70]), np.array([1.0, 2.0, 0.5])),
+                 (np.array(ids[3:]), np.array([50, 30]), np.array([4.0, 0.25]))]
+        chunks, files, scores = _sum_by_chunk(parts)
+        assert chunks.tolist() == sorted({3, 5, ids[0]})
+        assert files.tolist() == [30, 50, 70] and scores.tolist() == [2.25, 4.0, 1.5]
+    assert [len(a) for a in _sum_by_chunk([])] == [0, 0, 0]
 
 
 def test_tokens_are_fts5s_own() -> None:
