@@ -17,7 +17,9 @@ recall@10 and @200 of the index against the server's exact scan over the
 queries' real vectors; with `--vector-index` also a full-precision `vector`
 index beside the halfvec one. `--concurrent N` then runs N searcher processes
 (warm, each its own connection) while one writer process rewrites files, on
-each store, and reports the searchers' p50/p95 and errors.
+each store, and reports the searchers' p50/p95 and errors. `--mix 0.5` makes
+the reused vectors mixtures of two real ones instead of noisy copies (a corpus
+of its own, `bench_<size>_mix`): what a graph index is measured on.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def base_rows(base_db: Path) -> tuple[dict[str, str], list[str], np.ndarray]:
     return meta, texts, matrix
 
 
-def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], matrix: np.ndarray, size: int, model: str) -> float:
+def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], matrix: np.ndarray, size: int, model: str,
+          mix: float | None = None) -> float:
     """Write `size` chunks as files and into the index of `root` (SQLite, or the server when `store_url`); returns chunks/s."""
     from brain.config import load_settings
     from brain.store import open_store
@@ -78,7 +81,7 @@ def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], ma
     rng = np.random.default_rng(42)
     started = time.monotonic()
     for f in range(size // CHUNKS_PER_FILE):
-        write_synthetic_file(store, root, f, texts, matrix, rng, CHUNKS_PER_FILE, path_field=True)
+        write_synthetic_file(store, root, f, texts, matrix, rng, CHUNKS_PER_FILE, path_field=True, mix=mix)
     seconds = time.monotonic() - started
     store.record_languages()
     store.close()
@@ -287,6 +290,8 @@ def main() -> None:
     parser.add_argument("--concurrent-seconds", type=float, default=60.0)
     parser.add_argument("--reuse", action="store_true", help="keep an index a previous run built at this size (no write figure)")
     parser.add_argument("--keep-index", action="store_true", help="with --reuse: measure the HNSW index a previous run built")
+    parser.add_argument("--mix", type=float, default=None,
+                        help="reused vectors mix in another chunk's (x + β·y, β < MIX) instead of noise; a corpus of its own")
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
@@ -308,13 +313,14 @@ def main() -> None:
         for name, url in (("sqlite", ""), ("postgres", args.store)):
             if name not in args.stores:
                 continue
-            root = args.work / f"pg-bench-{name}-{size}" / f"bench{size}"
+            kind = f"{size}_mix" if args.mix else f"{size}"
+            root = args.work / f"pg-bench-{name}-{kind}" / f"bench{kind}"
             separator = "&" if "?" in url else "?"
-            store_url = f"{url}{separator}corpus=bench_{size}" if url else ""
+            store_url = f"{url}{separator}corpus=bench_{kind}" if url else ""
             if args.reuse and already_built(root, store_url, size):
                 entry[name] = {"write_chunks_per_s": None, "reused": True}
             else:
-                entry[name] = {"write_chunks_per_s": round(build(root, store_url, meta, texts, matrix, size, model), 1),
+                entry[name] = {"write_chunks_per_s": round(build(root, store_url, meta, texts, matrix, size, model, args.mix), 1),
                                "load_after_write": round(os.getloadavg()[0], 2)}
             if name == "postgres":
                 entry[name]["hnsw"] = hnsw_figures(root, store_url, queries, args.vector_index, args.keep_index)

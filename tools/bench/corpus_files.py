@@ -52,13 +52,16 @@ def materialise(folder: Path, work: Path, limit: int | None = None) -> Path:
 
 
 def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], matrix: Any, rng: Any,
-                         chunks_per_file: int, *, path_field: bool = False) -> None:
+                         chunks_per_file: int, *, path_field: bool = False, mix: float | None = None) -> None:
     """File `number` of a synthetic corpus, written to disk under `root` and into `store`.
 
     Its chunks take real texts and vectors in turn; past the end of them a text is
     reused with a distinguishing word and its vector perturbed and re-normalised, so
     any size can be made from a real index. `path_field`: fill the keyword index's
-    path field as the indexer does.
+    path field as the indexer does. `mix`: perturb a reused vector x by another
+    real chunk's y, x + β·y with β drawn from [0, mix) (a chunk about one subject
+    touching on another), not by noise in every direction (which a graph index
+    cannot find its way through: docs/performance.md, 1M).
     """
     import numpy as np
 
@@ -70,7 +73,12 @@ def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], 
         k = number * chunks_per_file + line_no - 1
         src, variant = k % len(texts), k // len(texts)
         text = texts[src] if variant == 0 else f"{texts[src]} variant{variant}"
-        vector = matrix[src] if variant == 0 else matrix[src] + rng.normal(0, 0.02, matrix.shape[1]).astype(np.float32)
+        if variant == 0:
+            vector = matrix[src]
+        elif mix:
+            vector = matrix[src] + np.float32(rng.uniform(0, mix)) * matrix[(src * 7919 + variant) % len(texts)]
+        else:
+            vector = matrix[src] + rng.normal(0, 0.02, matrix.shape[1]).astype(np.float32)
         vector = (vector / np.linalg.norm(vector)).astype(np.float32)
         lines.append(text)
         chunks.append(NewChunk(text, "", line_no, line_no, [], None, vector.tobytes()))
