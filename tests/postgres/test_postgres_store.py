@@ -13,7 +13,7 @@ import pytest
 
 from brain import Brain
 from brain.errors import BrainError
-from brain.store_postgres import DELETE_FILE_POSTINGS, PostgresStore, _sum_by_chunk, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
+from brain.store_postgres import DELETE_FILE_POSTINGS, SCHEMA_VERSION, PostgresStore, _sum_by_chunk, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
 from conftest import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
@@ -32,6 +32,18 @@ def chunk_rows(url: str) -> list[tuple[str, int, int]]:
         return conn.execute(
             f'SELECT f.path, c.seq, count(*) FROM "{schema}".chunks c JOIN "{schema}".files f ON f.id = c.file_id'
             " GROUP BY f.path, c.seq ORDER BY 1, 2").fetchall()
+
+
+def lexicon_differences(url: str) -> list[tuple[str, int]]:
+    """Words whose count in the lexicon differs from their chunks in postings (both ways), straight from SQL."""
+    conninfo, corpus = split_location(url)
+    schema = schema_name(corpus or "")
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute(
+            f'(SELECT lexeme, chunks FROM "{schema}".lexicon WHERE chunks <> 0'
+            f' EXCEPT SELECT lexeme, count(*) FROM "{schema}".postings GROUP BY lexeme)'
+            f' UNION ALL (SELECT lexeme, count(*) FROM "{schema}".postings GROUP BY lexeme'
+            f' EXCEPT SELECT lexeme, chunks FROM "{schema}".lexicon)').fetchall()
 
 
 def schemas(url: str) -> list[str]:
@@ -90,6 +102,7 @@ def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str
     root = committed_notes(tmp_path / "notes", NOTES)
     brain = Brain(root)
     brain.index()
+    assert not lexicon_differences(store_url)
     searcher_version = brain.searcher.store.data_version()  # a warm reader, as `brain serve` keeps one
 
     (root / "ops" / "nginx.md").write_text("# Nginx\n\nThe nginx certificate now renews with acme.sh.\n")
@@ -110,6 +123,7 @@ def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str
     assert [h.path for h in hits].count("projects/nexum-clinic.md") == 1
     assert brain.status().clean and brain.status().indexed_commit == git(root, "rev-parse", "HEAD").strip()
     assert all(n == 1 for _, _, n in chunk_rows(store_url))
+    assert not lexicon_differences(store_url)  # edits, renames and deletes keep the words' counts
 
     before = schemas(store_url)
     rebuilt = brain.index(full=True)
@@ -117,6 +131,10 @@ def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str
     assert schemas(store_url) == before  # swapped under the same name, no rebuild schema left
     assert brain.search("acme", mode="hybrid").results[0].path == "ops/nginx.md"  # the warm reader sees the new schema
     assert brain.status().last_rebuild["ok"] is True
+    assert not lexicon_differences(store_url)  # the rebuilt schema, renamed into place, counts too
+    (root / "ops" / "nginx.md").write_text("# Nginx\n\nThe nginx certificate renews with lego now.\n")
+    assert brain.index().updated == ["ops/nginx.md"]
+    assert not lexicon_differences(store_url)
     brain.close()
 
 
@@ -247,10 +265,35 @@ def test_a_schema_4_corpus_is_rebuilt_by_the_next_index(tmp_path: Path, store_ur
     brain = Brain(root)
     assert brain.index().rebuilt
     store = PostgresStore(store_url, "ignored")
-    assert store.fts_tokenizer() == "porter unicode61 remove_diacritics 2" and store.schema_version() == 5
+    assert store.fts_tokenizer() == "porter unicode61 remove_diacritics 2" and store.schema_version() == SCHEMA_VERSION
     store.close()
     assert brain.search("clinica", mode="bm25").results
     brain.close()
+
+
+def test_a_schema_5_corpus_gets_its_words_counted_by_the_next_writer(tmp_path: Path, store_url: str) -> None:
+    """Schema 6 adds the lexicon (a typo's near words): read-only searches of a schema-5 corpus count from the postings."""
+    root = tmp_path / "notes"
+    write(root, NOTES)
+    brain = Brain(root)
+    brain.index()
+    brain.close()
+    store = PostgresStore(store_url, "ignored")
+    q = f'"{store.schema}"'
+    for statement in (f"DROP TABLE {q}.lexicon", f"DROP FUNCTION {q}.count_lexemes() CASCADE",
+                      f"UPDATE {q}.state SET schema_version = 5"):
+        store.conn.execute(statement)
+    store.close()
+    reader = PostgresStore(store_url, "ignored", readonly=True)
+    assert reader.schema_version() == 5 and ("certif", 1) in reader.vocabulary("c", 3)
+    reader.close()
+    brain = Brain(root)
+    assert brain.search("certifcate", mode="bm25").results[0].path == "ops/nginx.md"
+    brain.close()
+    writer = PostgresStore(store_url, "ignored")
+    assert writer.schema_version() == SCHEMA_VERSION and ("certif", 1) in writer.vocabulary("c", 3)
+    writer.close()
+    assert not lexicon_differences(store_url)
 
 
 def test_a_newer_schema_is_refused_and_nothing_is_written(store_url: str) -> None:

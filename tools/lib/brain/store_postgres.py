@@ -50,7 +50,7 @@ from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER
 
 # The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
 # vectors in pgvector, keywords in a weighted tsvector.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA_PREFIX = "brain_"
 REBUILD_SUFFIX = "__rebuild"
 INSTALL_HINT = "pip install 'brain-search[postgres]'"
@@ -134,12 +134,38 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
 )
 """
 
+# How many chunks hold each word (as FTS5's vocabulary table counts them), kept by triggers on
+# postings: a typo's near words are looked up among the words of one first letter, and counting
+# them from postings read millions of rows at 1M chunks (1-10 s, again after every write).
+# The function finds its tables through the trigger's schema, so a rebuilt schema renamed into
+# place keeps counting. Writers of different files take turns from their first change of postings
+# to their commit (a lock per transaction): every file shares common words' rows, and two
+# transactions each holding some of them while waiting for the other's would deadlock.
+_LEXICON = (
+    'CREATE TABLE IF NOT EXISTS @.lexicon (lexeme TEXT COLLATE "C" PRIMARY KEY, chunks BIGINT NOT NULL)',
+    "CREATE OR REPLACE FUNCTION @.count_lexemes() RETURNS trigger LANGUAGE plpgsql AS $body$ BEGIN"
+    " PERFORM pg_advisory_xact_lock(hashtext(TG_TABLE_SCHEMA || ':lexicon'));"
+    " EXECUTE format('INSERT INTO %I.lexicon AS l SELECT lexeme, %s count(*) FROM %s GROUP BY lexeme"
+    " ON CONFLICT (lexeme) DO UPDATE SET chunks = l.chunks + excluded.chunks', TG_TABLE_SCHEMA,"
+    " CASE WHEN TG_OP = 'INSERT' THEN '' ELSE '-' END, CASE WHEN TG_OP = 'INSERT' THEN 'added' ELSE 'removed' END);"
+    " RETURN NULL; END $body$",
+    # Dropped and made again, not CREATE OR REPLACE TRIGGER: PostgreSQL 13 has no such statement.
+    "DROP TRIGGER IF EXISTS postings_added ON @.postings",
+    "CREATE TRIGGER postings_added AFTER INSERT ON @.postings REFERENCING NEW TABLE AS added"
+    " FOR EACH STATEMENT EXECUTE FUNCTION @.count_lexemes()",
+    "DROP TRIGGER IF EXISTS postings_removed ON @.postings",
+    "CREATE TRIGGER postings_removed AFTER DELETE ON @.postings REFERENCING OLD TABLE AS removed"
+    " FOR EACH STATEMENT EXECUTE FUNCTION @.count_lexemes()",
+)
+
 # Statements that take a schema from version N-1 to N (`@.` names the schema); 4 is the first.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 5: tokens from FTS5's own tokenizer. Schema 4's imitation made other tokens of some words
     # ("cardiologi"), so its recorded tokenizer stops matching the settings' and the next
     # `brain index` (a hook's, the nightly rebuild) rebuilds the corpus from its cached vectors.
     5: ("UPDATE @.meta SET value = value || ' (tokens made before schema 5)' WHERE key = 'fts_tokenizer'",),
+    # 6: the words' chunk counts, counted once from the postings (a few minutes at 1M chunks).
+    6: (*_LEXICON, "DELETE FROM @.lexicon", "INSERT INTO @.lexicon SELECT lexeme, count(*) FROM @.postings GROUP BY lexeme"),
 }
 
 # Meta keys each query reads several times (how to stem it, which languages): kept this long
@@ -601,7 +627,7 @@ class PostgresStore(MetaRecords):
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('brain: create a corpus'))")
             vector_type = self._vector_type()
             conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS @.").rstrip("."))
-            for statement in _SCHEMA.replace("#VECTOR#", vector_type).split(";\n"):
+            for statement in (*_SCHEMA.replace("#VECTOR#", vector_type).split(";\n"), *_LEXICON):
                 conn.execute(self._sql(statement))
             conn.execute(self._sql("INSERT INTO @.state(schema_version) VALUES (%s) ON CONFLICT (one) DO NOTHING"),
                          (SCHEMA_VERSION,))
@@ -1243,8 +1269,13 @@ class PostgresStore(MetaRecords):
     def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
         """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
 
-        A range of the postings' key, as FTS5's vocabulary table reads a range of its terms.
+        A range of the lexicon's key, as FTS5's vocabulary table reads a range of its terms.
         """
+        if (self._version() or 0) >= 6:
+            return [(r[0], int(r[1])) for r in self._execute(
+                "SELECT lexeme, chunks FROM @.lexicon WHERE lexeme >= %s AND lexeme < %s AND length(lexeme) >= %s"
+                " AND chunks > 0", (first, first + "\U0010ffff", min_length))]
+        # A schema-5 corpus opened read-only (the next writer adds the lexicon): counted from the postings.
         return [(r[0], int(r[1])) for r in self._execute(
             "SELECT lexeme, count(*) FROM @.postings WHERE lexeme >= %s AND lexeme < %s AND length(lexeme) >= %s"
             " GROUP BY lexeme", (first, first + "\U0010ffff", min_length))]
