@@ -131,6 +131,8 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
         store.maintain_indexes()
         out["build_s"] = round(time.monotonic() - started, 1)
     store_postgres.HNSW_THRESHOLD = threshold
+    store.searches_vectors()  # as a search does first: the index is then searched as wide as this size asks (ef_search)
+    out["ef_search"] = store_postgres.hnsw_ef_search(store.embedded_count())
     variants = [("halfvec", store.nearest_vectors)]
     if vector_index:
         ext, dim = store._vector_ops()
