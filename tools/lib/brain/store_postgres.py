@@ -3,9 +3,10 @@
 One schema per corpus (`brain_<name>`) holds the same tables as the SQLite
 file: `files`, `chunks` (with a pgvector `vector` column and a weighted
 `tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`;
-and `postings` (each word of each chunk with its count per field class: what
-bm25() is summed from) and `state` (schema version, and a counter every write
-bumps so warm readers know to reload). Everything above this module sees a Store.
+`postings` (each word of each chunk with its count per field class: what
+bm25() is summed from), `lexicon` (how many chunks hold each word, kept by
+triggers on postings: where a typo's near words are found) and `state` (schema
+version, and a counter every write bumps so warm readers know to reload). Everything above this module sees a Store.
 
 Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
 FTS5 makes them: brain stems each file's words in its language (the same
