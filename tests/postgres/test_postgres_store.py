@@ -80,6 +80,7 @@ def test_index_search_every_mode_get_grep_ask_status_stats(tmp_path: Path, store
     with_excerpt = brain.search("certbot", mode="bm25", excerpt_chars=200).results[0]
     assert "certbot" in (with_excerpt.excerpt or "") and with_excerpt.content_len
     # Whatever a person types is a parameter, never SQL or tsquery syntax.
+    assert brain.search("zzqx qq-ww", mode="bm25").results == []  # a word and a phrase, neither in any note
     for hostile in ["'; DROP TABLE files; --", "a & b | !c <-> d:*", "\"quoted", "C++ #1234", "it\\'s"]:
         brain.search(hostile, mode="bm25")
     assert brain.search("tomatoes", mode="bm25").results[0].path == "old/archive.md"
@@ -224,6 +225,8 @@ def test_scores_of_several_words_add_up_per_chunk_by_slot_or_by_sort() -> None:
         assert chunks.tolist() == sorted({3, 5, ids[0]})
         assert files.tolist() == [30, 50, 70] and scores.tolist() == [2.25, 4.0, 1.5]
     assert [len(a) for a in _sum_by_chunk([])] == [0, 0, 0]
+    nothing = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    assert [len(a) for a in _sum_by_chunk([nothing, nothing])] == [0, 0, 0]  # a word and a phrase, neither found
 
 
 def test_a_renamed_files_postings_are_reached_through_an_index(tmp_path: Path, store_url: str) -> None:

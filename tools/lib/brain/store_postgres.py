@@ -462,10 +462,8 @@ def bm25_scores(
 
 def _sum_by_chunk(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(chunk ids, file ids, scores) pieces as one, each chunk once with its scores added, by chunk id."""
-    if not parts:
+    if not any(len(p[0]) for p in parts):  # nothing matched (several empty pieces too: a word and a phrase)
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-    if len(parts) == 1 and len(parts[0][0]) < 2:
-        return parts[0]
     ids = np.concatenate([p[0] for p in parts])
     files = np.concatenate([p[1] for p in parts])
     scores = np.concatenate([p[2] for p in parts])
@@ -954,7 +952,8 @@ class PostgresStore(MetaRecords):
                 parts.append((np.fromiter(found.keys(), dtype=np.int64, count=len(found)),
                               np.fromiter((file_of[c] for c in found), dtype=np.int64, count=len(found)),
                               factor * np.fromiter(found.values(), dtype=np.float64, count=len(found))))
-        self._matches = _sum_by_chunk(parts)  # a chunk several expressions match: their scores add up
+        # Each part holds a chunk once (the words' are summed already): only several parts need adding up.
+        self._matches = parts[0] if len(parts) == 1 else _sum_by_chunk(parts)
 
     def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, bm25) of every chunk holding one of these words, from the postings.
