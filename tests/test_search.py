@@ -207,7 +207,32 @@ def test_function_words_leave_the_keyword_query_unless_alone() -> None:
     assert fts_match("What is the dose of chloroquine?") == '"dose" OR "chloroquine"'
     assert fts_match("progetti per la clinica") == '"progetti" OR "clinica"'
     assert fts_match("the of and") == '"the" OR "of" OR "and"'  # nothing else to search for
-    assert fts_match("l'indice") == '"l indice"'  # phrases stay whole
+    assert fts_match("FT-2026-0412") == '"FT 2026 0412"'  # identifiers stay whole
+
+
+@pytest.mark.parametrize(("query", "match"), [
+    ("annullare l'ultimo commit", '"annullare" OR "ultimo" OR "commit"'),
+    ("Chi ha proclamato l' embargo?", '"proclamato" OR "embargo"'),  # an apostrophe then a space
+    ("dell’app un'altra nota", '"app" OR "altra" OR "nota"'),  # the typographic apostrophe too
+    ("why doesn't the script run", '"script" OR "run"'),  # a negation is a function word whole
+    ("next month's partition", '"next" OR "month" OR "partition"'),
+    ("O'Brien rock'n'roll", '"O Brien" OR "rock" OR "roll"'),  # not an elision: kept
+])
+def test_elisions_and_clitics_leave_the_keyword_query(query: str, match: str) -> None:
+    assert fts_match(query) == match
+
+
+def test_an_elided_word_finds_the_word_without_its_article(tmp_path: Path) -> None:
+    # "l'ultimo" searched as the phrase "l ultimo" missed a note that writes "ultimo" after another word.
+    write(tmp_path, {
+        "git.md": "# Git\n\nPer annullare un ultimo commit locale: git reset --soft HEAD~1.\n",
+        "other.md": "# Altro\n\nUna nota sul giardino e sulle rose in primavera.\n",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    hits = brain.search("l'ultimo", mode="bm25").results
+    assert [h.path for h in hits] == ["git.md"]
+    assert "ultimo" in hits[0].preview
 
 
 # Nonsense for these notes: no word of them is in any note, nothing is about them.
