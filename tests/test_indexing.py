@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from brain import Brain
+from brain.chunking import CHUNKING_VERSION
 from brain.errors import BrainError
 from brain.store import Store
 from conftest import PROJECT, run_cli, write
@@ -151,7 +152,7 @@ def test_changed_chunking_rebuilds_and_reuses_cache(tmp_path: Path) -> None:
     assert report.rebuilt
     assert report.counts()["added"] == 3
     stats = Brain(tmp_path).stats()
-    assert stats["chunking"].startswith("v2:chars=400")
+    assert stats["chunking"].startswith(f"v{CHUNKING_VERSION}:chars=400")
 
 
 def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:

@@ -146,6 +146,15 @@ def test_frontmatter_stays_out_of_previews_excerpts_and_explain(brain: Brain) ->
     assert "aliases" not in response.results[0].excerpt and "Properties are" in response.results[0].excerpt
 
 
+@pytest.mark.parametrize(("query", "path"), [
+    ("a Drupal and PHP website", "progetti/hotel-miramare.md"),
+    ("Flutter with Firebase", "progetti/campeggio-pineta.md"),
+])
+def test_the_vector_half_reads_the_frontmatter_through_the_card(brain: Brain, query: str, path: str) -> None:
+    # The stack is only in these notes' frontmatter: the vector half knows it from the card in the first chunk.
+    assert _paths(brain.search(query, mode="vector"))[0] == path
+
+
 @pytest.mark.parametrize("identifier", ["ERR-4821", "#1234", "FT-2026-0412"])
 @pytest.mark.parametrize("mode", ["bm25", "hybrid"])
 def test_identifiers_still_rank_their_note_first(brain: Brain, identifier: str, mode: str) -> None:

@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 2  # 2: a title line shares the first piece of a long line after it; the note title may lead embed texts
+CHUNKING_VERSION = 3  # 2: a title line shares the first piece of a long line after it; the note title may lead embed texts; 3: the card leads the first
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -146,11 +146,12 @@ def _split_long(
     return [(piece, tokens if starts is not None else None) for piece, tokens in pieces if piece]
 
 
-def _embed_text(segments: Sequence[_Segment], title: str = "") -> str:
-    """Title, heading path and the text without code: what the model reads of a chunk.
+def _embed_text(segments: Sequence[_Segment], title: str = "", card: str = "") -> str:
+    """Title, heading path, card and the text without code: what the model reads of a chunk.
 
     The note's title goes first unless the heading path or the text already starts with it
     (a note whose H1 is its title), so a chunk deep in a note still says what note it is from.
+    The card (sources.note_card: its frontmatter in words) follows, in the first chunk only.
     """
     body = "\n".join(s.text for s in segments if not s.code).strip()
     if not body:
@@ -160,7 +161,7 @@ def _embed_text(segments: Sequence[_Segment], title: str = "") -> str:
     first = body.split("\n", 1)[0].lstrip("#").strip()
     if title and title not in (parts[:1] + [first]):
         parts.insert(0, title)
-    plain = " > ".join(parts)
+    plain = "\n".join(part for part in (" > ".join(parts), card) if part)
     return f"{plain}\n{body}" if plain else body
 
 
@@ -175,6 +176,7 @@ def chunk_text(
     first_line: int = 1,
     token_starts: TokenStarts | None = None,
     title: str = "",
+    card: str = "",
 ) -> list[Chunk]:
     """Split `text` into line-aware, overlapping chunks whose embed text fits `max_tokens` word pieces.
 
@@ -182,7 +184,8 @@ def chunk_text(
     word pieces without them. `token_starts` (optional, same tokenizer) gives
     the offsets of each line's word pieces, so a long line is cut without
     tokenizing it again word by word. `title` (the note's) leads each chunk's embed
-    text, room kept for it.
+    text, room kept for it; `card` follows it in the first chunk's, which is made
+    shorter to fit it (and leaves it out if even one line would not fit with it).
     """
     measured: dict[str, int] = {}
 
@@ -245,9 +248,10 @@ def chunk_text(
             chars += len(seg.text) + 1
             tokens += seg.tokens
             end += 1
+        lead = "" if chunks else card
         # Verify with the real tokenizer: word pieces are not always additive across lines.
         while end - start > 1:
-            embed = _embed_text(segments[start:end], title)
+            embed = _embed_text(segments[start:end], title, lead)
             if not embed or count_one(embed) <= limit:
                 break
             end -= 1
@@ -256,7 +260,9 @@ def chunk_text(
             window = window[:-1]
         body = "\n".join(s.text for s in window)
         if body.strip():
-            embed = _embed_text(window, title)
+            embed = _embed_text(window, title, lead)
+            if embed and lead and count_one(embed) > limit:
+                embed = _embed_text(window, title)
             if embed and count_one(embed) > limit:
                 embed = _embed_text([_Segment(s.line, s.text, s.tokens, s.code, "") for s in window])
             chunks.append(Chunk(body, embed, window[0].line, window[-1].line, heading))

@@ -76,7 +76,8 @@ class _Pending:
 
 
 # Notes and PDFs lead each chunk's embedded text with their title (frontmatter, H1 or
-# file name), so a chunk deep in a note still says what note it is from. Plain text files
+# file name), so a chunk deep in a note still says what note it is from, and the first
+# chunk's with the note's card (its frontmatter in words). Plain text files
 # often have no meaningful name (exports, BEIR documents named by id): they do not.
 TITLED_EXTENSIONS = (*sources.MARKDOWN_EXTENSIONS, ".pdf")
 
@@ -648,6 +649,7 @@ class Indexer:
 
     def chunks_of(self, name: str, extracted: sources.ExtractedText) -> list[Chunk]:
         """The chunks the index stores for a file's extracted text, with this index's settings."""
+        titled = name.lower().endswith(TITLED_EXTENSIONS)
         return chunk_text(
             extracted.text,
             count_tokens=self.embedder.count_tokens,
@@ -656,7 +658,8 @@ class Indexer:
             chunk_chars=self.settings["chunking.chunk_chars"],
             overlap_chars=self.settings["chunking.overlap_chars"],
             markdown=name.lower().endswith(sources.MARKDOWN_EXTENSIONS),
-            title=extracted.title if name.lower().endswith(TITLED_EXTENSIONS) else "",
+            title=extracted.title if titled else "",
+            card=sources.note_card(extracted.metadata) if titled else "",
         )
 
     def _write_group(

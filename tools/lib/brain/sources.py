@@ -798,6 +798,37 @@ def metadata_text(metadata: dict[str, Any]) -> str:
     return " ".join(" ".join(words).split())[:META_TEXT_MAX_CHARS]
 
 
+CARD_MAX_CHARS = 300  # of frontmatter the model reads: a few fields, not a page
+
+
+def note_card(metadata: dict[str, Any]) -> str:
+    """The frontmatter's text values as a line for the model to read (`description; aliases; client; sector…`).
+
+    It leads the embedded text of a note's first chunk, so the vector half knows
+    what a note's metadata says (a sector, a stack, a description) in words, as
+    the keyword half does through metadata_text. Values in the file's order, lists
+    joined with commas; the title (which leads every chunk already), numbers and
+    booleans left out. Measured in docs/evaluation.md, decision 19.
+    """
+    values: list[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                add(item)
+        elif isinstance(value, list):
+            items = [" ".join(item.split()) for item in value if isinstance(item, str) and item.strip()]
+            if items:
+                values.append(", ".join(items))
+        elif isinstance(value, str) and value.strip():
+            values.append(" ".join(value.split()))
+
+    for key, value in metadata.items():
+        if key != "title":
+            add(value)
+    return "; ".join(values)[:CARD_MAX_CHARS].strip()
+
+
 # Bounds on the work one PDF may cost (pypdf reads about 1 MB of page content a second
 # here). A 50 KB file whose 300 pages all draw one 1 MB content stream took over
 # 9 minutes, and `status` paid it again on every run. Past a bound the file fails
