@@ -278,6 +278,28 @@ def test_two_swapped_letters_are_one_edit() -> None:
     assert edit_distance("grpah", "graph", 0) == 1
 
 
+def _full_table_distance(a: str, b: str) -> int:
+    """Optimal string alignment over the whole table: what the banded edit_distance must agree with."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def test_the_banded_distance_agrees_with_the_whole_table() -> None:
+    import random
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        a = "".join(rng.choice("aeilnorst") for _ in range(rng.randint(0, 10)))
+        b = "".join(rng.choice("aeilnorst") for _ in range(rng.randint(0, 10)))
+        limit = rng.choice([0, 1, 2, 3])
+        assert edit_distance(a, b, limit) == min(_full_table_distance(a, b), limit + 1), (a, b, limit)
+
+
 def test_a_swap_of_two_letters_in_a_short_word_is_corrected(brain: Brain) -> None:
     response = brain.search("crahsed", mode="bm25")  # stem "crahs", one swap from "crash"
     assert _paths(response)[0] == "ticket.md"

@@ -77,18 +77,28 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     """
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    # Only cells within `limit` of the diagonal can stay under it: the rest hold `over`
+    # (half the work of the full table, on every query word the index lacks).
+    over = limit + 1
     before: list[int] = []  # the row two letters back, for swaps
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if before and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cost = min(cost, before[j - 2] + 1)
-            current.append(cost)
+    previous = [j if j <= limit else over for j in range(len(b) + 1)]
+    for i in range(1, len(a) + 1):
+        ca = a[i - 1]
+        current = [over] * (len(b) + 1)
+        current[0] = min(i, over)
+        for j in range(max(1, i - limit), min(len(b), i + limit) + 1):
+            cb = b[j - 1]
+            cost = previous[j - 1] + (ca != cb)  # comparisons, not min(): this loop is the hot one
+            if previous[j] + 1 < cost:
+                cost = previous[j] + 1
+            if current[j - 1] + 1 < cost:
+                cost = current[j - 1] + 1
+            if before and j > 1 and ca == b[j - 2] and a[i - 2] == cb and before[j - 2] + 1 < cost:
+                cost = before[j - 2] + 1
+            current[j] = cost if cost < over else over
         # A swap reaches back two rows: only when both are past the limit can nothing come back under it.
         if min(current) > limit and min(previous) > limit:
-            return limit + 1
+            return over
         before, previous = previous, current
     return previous[-1]
 
