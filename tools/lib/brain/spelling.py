@@ -36,6 +36,7 @@ RARE_RATIO = 20
 # The BM25 of a correction counts at this share of a typed word's: a note that
 # matches what was typed stays above one that matches only a guess.
 EXPANSION_WEIGHT = 0.5
+ANSWERS_KEPT = 10_000  # nearest() answers a vocabulary remembers
 CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -126,9 +127,20 @@ class Vocabulary:
         for index, term in enumerate(self.terms):
             for gram in _trigrams(term):
                 self.by_trigram.setdefault(gram, []).append(index)
+        # Answers already given: queries repeat words (4 in 10 lookups of 100 SciFact claims),
+        # and a vocabulary lives only as long as the index is unchanged.
+        self._answers: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
 
     def nearest(self, form: str, fewer_than: int) -> list[tuple[int, int, str]]:
         """Index words within max_edits(form) of `form` held by more than `fewer_than` chunks: (distance, -chunks, word), best first."""
+        key = (form, fewer_than)
+        if key not in self._answers:
+            if len(self._answers) >= ANSWERS_KEPT:
+                self._answers.clear()
+            self._answers[key] = self._nearest(form, fewer_than)
+        return list(self._answers[key])
+
+    def _nearest(self, form: str, fewer_than: int) -> list[tuple[int, int, str]]:
         limit = max_edits(form)
         if not limit:
             return []
@@ -193,8 +205,11 @@ def expansions(
 def surface_word(term: str, texts: Sequence[str], languages: Sequence[str], porter: bool) -> str:
     """The word of `texts` written most often whose index form is `term` (the term itself if none is)."""
     seen: Counter[str] = Counter()
+    start = term[:2]
     for text in texts:
         for word in _TOKEN.findall(text):
-            if term in index_forms(word, languages, porter):
+            # The stemmers only cut or change endings: a word starting otherwise is not a form
+            # of `term` (and stemming every word of the texts was half of a typo search's time).
+            if fold(word.lower()).startswith(start) and term in index_forms(word, languages, porter):
                 seen[word.lower()] += 1
     return seen.most_common(1)[0][0] if seen else term
