@@ -227,7 +227,7 @@ TITLE_MATCH_WEIGHT = 1.0
 def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[str]] | None:
     """Each content word of `query` as the index may store it (a set of forms), or None under two content words."""
     words: list[set[str]] = []
-    for word in dict.fromkeys(t.lower() for t in _TOKEN.findall(without_elisions(query))):
+    for word in dict.fromkeys(query_terms(query)):
         if word not in STOP_WORDS:
             words.append({_porter_form(s, porter) for s in spelling.stems(word, languages)})
     return words if len(words) >= 2 else None
@@ -247,8 +247,13 @@ def check_query_length(query: str, what: str = "query") -> None:
         )
 
 
+def query_words(query: str) -> list[str]:
+    """The words of `query` the keyword half reads, as typed: FTS5's tokens, elisions left out."""
+    return _TOKEN.findall(without_elisions(query))
+
+
 def query_terms(query: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(without_elisions(query))]
+    return [t.lower() for t in query_words(query)]
 
 
 def _make_preview(text: str, terms: list[str]) -> str:
@@ -693,7 +698,7 @@ class Searcher:
         store = self.store
         languages = store.query_languages()
         porter = store.fts_tokenizer().startswith("porter")
-        words = [w for w in dict.fromkeys(_TOKEN.findall(without_elisions(query))) if w.lower() not in STOP_WORDS]
+        words = [w for w in dict.fromkeys(query_words(query)) if w.lower() not in STOP_WORDS]
 
         def vocabulary(letter: str) -> spelling.Vocabulary:
             version = store.data_version()
@@ -718,7 +723,7 @@ class Searcher:
         forms: dict[str, str] = {}
         stems = query_stemmers(self.store.query_languages())
         for stem in stems:
-            for word in _TOKEN.findall(without_elisions(query)):
+            for word in query_words(query):
                 if word.lower() not in STOP_WORDS:
                     forms.setdefault(fold(stem(word)), word)
         for correction in corrections:
@@ -828,7 +833,7 @@ class Searcher:
             return 0.0
         best = min(matched, key=lambda item: (-item[0], item[1]))[1]
         stems = query_stemmers(self.store.query_languages())
-        words = [w for w in dict.fromkeys(t.lower() for t in _TOKEN.findall(without_elisions(query))) if w not in STOP_WORDS]
+        words = [w for w in dict.fromkeys(query_terms(query)) if w not in STOP_WORDS]
         if not words:
             return 0.0
         forms = {w: {fold(stem(w)) for stem in stems} for w in words}
