@@ -16,10 +16,10 @@ from typing import Any
 
 from .errors import BrainError
 from .excerpt import blank_lead
-from .operations import DEFAULT_GREP_LIMIT as DEFAULT_LIMIT
-from .operations import MAX_GREP_CONTEXT as MAX_CONTEXT
-from .operations import MAX_GREP_LIMIT as MAX_LIMIT
-from .operations import MAX_PATTERN_CHARS, MAX_READ_BYTES
+from .limits import DEFAULT_GREP_LIMIT as DEFAULT_LIMIT
+from .limits import MAX_GREP_CONTEXT as MAX_CONTEXT
+from .limits import MAX_GREP_LIMIT as MAX_LIMIT
+from .limits import MAX_PATTERN_CHARS, MAX_READ_BYTES
 from .texts import FileText, TextReader, TextUnavailable
 
 LINE_CHARS = 500  # a longer line is shown as the part around the match

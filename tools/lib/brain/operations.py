@@ -14,21 +14,19 @@ from typing import Any, Literal
 
 from .config import SEARCH_MODES
 
-# Bounds a request must stay within (see docs/reliability.md for why each is what it is).
-MAX_QUERY_CHARS = 2000  # a question is a sentence or a paragraph; 1 MB took 286 s under the folder's lock
-# RE2 is linear in the text, but its cost also grows with the pattern: a 100 KB alternation over a
-# 10 MB note ran out of RE2's DFA memory and fell back to a slower engine (330 s); 2,000 characters
-# of alternation grep 10 MB in well under a second.
-MAX_PATTERN_CHARS = 2000
-MAX_SEARCH_LIMIT = 200
-MIN_EXCERPT_CHARS = 100
-DEFAULT_GREP_LIMIT = 50
-MAX_GREP_LIMIT = 500
-MAX_GREP_CONTEXT = 50
-# The most one read returns: about 50,000 words, more than an agent's context should take in one call.
-MAX_READ_BYTES = 200_000
-MAX_ASK_FILES = 20
-MAX_ASK_BUDGET = 100_000
+from .limits import (  # noqa: F401 - re-exported: the doors read every bound from this table's module
+    DEFAULT_GREP_LIMIT,
+    MAX_ASK_BUDGET,
+    MAX_ASK_FILES,
+    MAX_EXCERPT_CHARS,
+    MAX_GREP_CONTEXT,
+    MAX_GREP_LIMIT,
+    MAX_PATTERN_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_READ_BYTES,
+    MAX_SEARCH_LIMIT,
+    MIN_EXCERPT_CHARS,
+)
 
 ParamType = Literal["str", "int", "float", "bool", "list"]
 
@@ -102,7 +100,8 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("explain", "bool", "Show how each score was made: both halves, the fusion, the fields that matched.",
                   default=False),
             Param("excerpt_chars", "int", "Also give each result the relevant excerpt of its file, about this many "
-                  "characters, and the file's full length.", minimum=MIN_EXCERPT_CHARS, metavar="N"),
+                  "characters, and the file's full length.", minimum=MIN_EXCERPT_CHARS, maximum=MAX_EXCERPT_CHARS,
+                  metavar="N"),
         ),
         examples=(
             'brain search "progetti Laravel per la clinica"',

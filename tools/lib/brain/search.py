@@ -22,7 +22,7 @@ from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import sources, spelling
 from .excerpt import fold, relevant_excerpt
-from .operations import MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
+from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Store, open_store
@@ -612,8 +612,9 @@ class Searcher:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         path_prefix = sources.path_filter(path_prefix, "path_prefix")
         filters = [parse_filter(w) for w in (where or [])]
-        if excerpt_chars is not None and excerpt_chars < MIN_EXCERPT_CHARS:
-            raise BrainError(f"excerpt size must be at least {MIN_EXCERPT_CHARS} characters, got {excerpt_chars}", usage=True)
+        if excerpt_chars is not None and not MIN_EXCERPT_CHARS <= excerpt_chars <= MAX_EXCERPT_CHARS:
+            raise BrainError(f"excerpt size must be between {MIN_EXCERPT_CHARS} and {MAX_EXCERPT_CHARS:,} characters, "
+                             f"got {excerpt_chars}", usage=True, field="excerpt_chars")
 
         self.follow_replaced()  # once per query, before any read: the keyword thread never sees a swap
         store = self.store
