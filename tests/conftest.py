@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ EXAMPLE = PROJECT / "examples" / "brain"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _name in [n for n in os.environ if n.startswith("BRAIN_") and not n.startswith("BRAIN_FAULT_")]:
     del os.environ[_name]
+# Approvals of brain.toml values (`brain trust`) live in the user's config folder: the tests
+# keep theirs in a folder of the session's own, for this process and every one it starts.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="brain-tests-config-")
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:

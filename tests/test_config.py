@@ -105,10 +105,10 @@ def test_config_flag_and_env_pick_another_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "env, value, fragment",
     [
-        ("BRAIN_SEARCH_LIMIT", "0", "search.limit must be at least 1, got 0"),
+        ("BRAIN_SEARCH_LIMIT", "0", "search.limit must be between 1 and 200, got 0"),
         ("BRAIN_SEARCH_LIMIT", "5.5", "search.limit must be an integer, got '5.5'"),
         ("BRAIN_SEARCH_FUSION", "best", "search.fusion must be one of linear, minmax, zscore, rrf, got 'best'"),
-        ("BRAIN_MAX_FILE_MB", "0", "max_file_mb must be positive, got 0.0"),
+        ("BRAIN_MAX_FILE_MB", "0", "max_file_mb must be more than 0 and at most 2000, got 0.0"),
         ("BRAIN_SEARCH_VECTOR_WEIGHT", "nan", "search.vector_weight must be a number, got 'nan'"),
         ("BRAIN_ROOTS", "", "roots must be a list naming at least one folder"),
     ],
@@ -144,7 +144,7 @@ def test_set_value_checks_pairs_against_the_file(tmp_path: Path) -> None:
     path = tmp_path / "brain.toml"
     path.write_text("[chunking]\nchunk_chars = 4000\n", encoding="utf-8")
     set_value(path, "chunking.overlap_chars", "2000")  # above the default chunk size, below the file's
-    with pytest.raises(BrainError, match=r"smaller than chunking.chunk_chars \(4000\)"):
+    with pytest.raises(BrainError, match=r"at most half of chunking.chunk_chars \(2000\)"):
         set_value(path, "chunking.overlap_chars", "4000")
     assert load_settings(tmp_path)["chunking.overlap_chars"] == 2000
 

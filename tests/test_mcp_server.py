@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import write
+from conftest import run_cli, write
 from live_servers import copy_notes, mcp_session
 
 TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status", "memory_stats"}
@@ -61,6 +61,7 @@ def test_ask_is_marked_as_reaching_outside_when_a_remote_model_is_set(indexed_ex
 
     async def hint(settings: str) -> Any:
         (notes / "brain.toml").write_text(settings, encoding="utf-8")
+        assert run_cli("--root", str(notes), "trust", "--yes").returncode == 0  # a file's model is used once approved
         async with mcp_session("--root", str(notes)) as session:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
             return tools["memory_ask"].annotations.open_world_hint

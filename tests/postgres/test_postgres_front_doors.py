@@ -22,6 +22,7 @@ def test_cli_mcp_and_http_agree_on_postgres(
         notes = copy_notes(source, dest)
         config = notes / "brain.toml"
         config.write_text(f'store = "{store_url}"\n' + config.read_text(encoding="utf-8"), encoding="utf-8")
+        Brain(notes).trust()  # a folder's own store takes effect once this machine's user approved it
         # The copy's SQLite index is what the test renames a file against: the server's corpus
         # starts equal to it, its vectors taken from that index's cache (nothing re-embedded).
         assert Brain(notes).index().chunks_embedded == 0

@@ -333,6 +333,7 @@ def test_two_machines_rebuilding_one_corpus_take_turns(tmp_path: Path, store_url
         root = tmp_path / name / "notes"
         write(root, NOTES)
         (root / "brain.toml").write_text(f'store = "{store_url}"\n', encoding="utf-8")
+        assert run_cli("--root", str(root), "trust", "--yes").returncode == 0
         clones.append(root)
     assert run_cli("--root", str(clones[0]), "index", env={"BRAIN_STORE": ""}).returncode == 0
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))

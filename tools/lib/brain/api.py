@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
-from .config import SETTINGS, Settings, load_settings, locate_root, set_value
+from .approvals import revoke as revoke_approvals
+from .config import SETTINGS, Settings, approve_held, load_settings, locate_root, set_value
 from .embeddings import Embedder
 from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
@@ -30,12 +31,18 @@ if TYPE_CHECKING:
 class Brain:
     """A notes root with its settings, model and index; heavy parts load on first use."""
 
-    def __init__(self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False) -> None:
+    def __init__(
+        self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False, announce: bool = True
+    ) -> None:
+        """Open the notes folder `root` (found as `brain status` explains when None) with its settings.
+
+        `announce`: say on stderr which of brain.toml's values wait for this user's approval.
+        """
         found = locate_root(str(root) if root is not None else None)
         self.root = found.path
         self.root_reason = found.reason  # why this folder: `brain status` tells it
         self.config = config
-        self.settings: Settings = load_settings(self.root, config)
+        self.settings: Settings = load_settings(self.root, config, announce=announce)
         self.embedder = Embedder(self.settings)
         self.show_progress = show_progress
         self._searcher: Searcher | None = None
@@ -224,6 +231,25 @@ class Brain:
         """Write one setting into brain.toml (comments and other keys kept)."""
         path = self.settings.config_path or (self.root / "brain.toml")
         return set_value(path, key, value)
+
+    def trust(self) -> list[tuple[str, Any]]:
+        """Approve, on this machine, the values of brain.toml that send notes or credentials away; returns them.
+
+        Until approved they are held back (Settings.unapproved, the defaults in
+        force); afterwards these settings are read again and take effect.
+        """
+        approved = approve_held(self.settings)
+        if approved:
+            self.settings = load_settings(self.root, self.config)
+            self.embedder = Embedder(self.settings)
+            self.close()
+            self._searcher = None
+        return approved
+
+    def distrust(self) -> int:
+        """Forget this machine's approvals of brain.toml's values; returns how many there were."""
+        path = self.settings.config_path or (self.root / "brain.toml")
+        return revoke_approvals(path)
 
     def close(self) -> None:
         if self._searcher is not None:

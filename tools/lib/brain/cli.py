@@ -135,7 +135,7 @@ def _query_text(words: str) -> str:
     """
     if words != "-":
         return words
-    from .operations import MAX_QUERY_CHARS
+    from .limits import MAX_QUERY_CHARS
 
     text = sys.stdin.read(MAX_QUERY_CHARS + 2)  # one over the limit is enough for the error to say so
     return text[:-1] if text.endswith("\n") else text
@@ -525,6 +525,57 @@ def config_set(key: str, value: str) -> int:
     """
     value_set = _brain().config_set(key, value)
     click.echo(f"{key} = {value_set!r}")
+    return EXIT_OK
+
+
+@cli.command("trust")
+@_location_options
+@click.option("--yes", "-y", is_flag=True, help="Approve without asking (for scripts; read the values first).")
+@click.option("--revoke", is_flag=True, help="Forget this machine's approvals of the settings file.")
+def trust_command(yes: bool, revoke: bool) -> int:
+    """Approve the settings of brain.toml that send notes or credentials away from this machine.
+
+    A brain.toml kept in a repository may be written by anyone who commits to
+    it. These settings take effect from it only once you approve their exact
+    values here: `store` (a PostgreSQL server that receives every note),
+    `ask.model`, `ask.base_url` and `ask.api_key_env` (where `brain ask` sends
+    excerpts, and which key it sends), and a `database` outside the notes
+    folder. Until then brain uses their defaults and says so; a changed value
+    asks again. `brain config set` approves what you type. Approvals are kept
+    outside the repository, in ~/.config/brain/approved.json.
+
+    \b
+    Examples:
+      brain trust
+      brain trust --yes
+      brain trust --revoke
+    """
+    from .api import Brain
+    from .config import shown_value
+
+    root, config = _location()
+    brain = Brain(root, config, announce=False)
+    path = brain.settings.config_path or (brain.root / "brain.toml")
+    if revoke:
+        count = brain.distrust()
+        click.echo(f"forgot {count} approved value{'s' if count != 1 else ''} of {path}")
+        return EXIT_OK
+    held = brain.settings.unapproved
+    if not held:
+        click.echo(f"nothing to approve: {path} asks for no unapproved setting that sends notes or credentials away")
+        return EXIT_OK
+    click.echo(f"{path} asks for:")
+    for key, value in held.items():
+        click.echo(f"  {key} = {shown_value(key, value)!r}")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BrainError("not on a terminal, so nothing was approved; read the values above and run "
+                             "`brain trust --yes` to approve them", usage=True)
+        if not click.confirm("Approve these values on this machine?", default=False):
+            click.echo("nothing approved; brain keeps using the defaults for these settings")
+            return EXIT_FAILURE
+    approved = brain.trust()
+    click.echo(f"approved {len(approved)} value{'s' if len(approved) != 1 else ''}; they take effect from now on")
     return EXIT_OK
 
 

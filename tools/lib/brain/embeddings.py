@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .config import BUNDLED_MODEL, Settings
+from .config import BUNDLED_MODEL, Settings, announce_once
 from .errors import BrainError
 
 # The model sentence-transformers users most often pick for English-only notes;
@@ -164,18 +163,6 @@ def choose_backend(settings: Settings) -> tuple[str, str | None]:
 def backend_name(settings: Settings) -> str:
     """`bundled`, `universal-sentence-encoder` or `sentence-transformers`: what the settings mean on this machine."""
     return choose_backend(settings)[0]
-
-
-_ANNOUNCED: set[str] = set()
-
-
-def announce_once(message: str) -> None:
-    """One line on stderr, at most once per process (stdout carries results, and may be a protocol)."""
-    if message in _ANNOUNCED:
-        return
-    _ANNOUNCED.add(message)
-    sys.stderr.write(f"brain: {message}\n")
-    sys.stderr.flush()
 
 
 _ERFC = [np.float32(c) for c in (

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import gitsync, sources
-from .config import Settings
+from .config import Settings, shown_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import KEYWORD_KEYS, identity_mismatch, model_identity
@@ -56,6 +56,8 @@ class StatusReport:
     schema_supported: int = SCHEMA_VERSION
     hooks: list[dict[str, Any]] = field(default_factory=list)
     root_reason: str = ""  # why this folder is the root (config.locate_root)
+    # brain.toml's values that would send notes or credentials away, waiting for `brain trust`.
+    unapproved: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -83,6 +85,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     report = StatusReport(root=str(settings.root), database=index_name(settings), database_exists=index_exists(settings),
                           verified=verify)
     report.model_wanted = embedder.identity
+    report.unapproved = [{"key": key, "value": shown_value(key, value)} for key, value in settings.unapproved.items()]
     discovery = sources.discover(settings)
     on_disk = {f.rel: f for f in discovery.files}
     report.files_on_disk = len(on_disk)

@@ -294,6 +294,9 @@ def status_text(report: Any) -> str:
     lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
     for item in report.unlisted:
         lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")
+    for item in report.unapproved:
+        lines.append(f"not used    {item['key']} = {shown(repr(item['value']))} from the settings file "
+                     "(not approved on this machine; `brain trust` approves it)")
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.unreadable[:20]]
