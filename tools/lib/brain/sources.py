@@ -231,6 +231,10 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
         if _is_hidden(entry.name):
             continue
         path = Path(entry.path)
+        if not utf8_name(entry.name):
+            # The index names files in UTF-8: such a name cannot be stored (it stopped the whole run).
+            found.refused.append((shown_path(relative_name(settings, path)), BAD_NAME_REASON))
+            continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 if path == db_dir or rules.is_ignored(path, is_dir=True):
@@ -260,6 +264,23 @@ def _walk(folder: Path, rules: IgnoreRules, db_dir: Path, found: Discovery) -> I
                 found.refused.append((relative_name(settings, path), not_regular_reason(info.st_mode)))
             continue
         yield SourceFile(path=path, rel=relative_name(settings, path), size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+BAD_NAME_REASON = "its name is not valid UTF-8 (an old encoding?); rename it"
+
+
+def utf8_name(name: str) -> bool:
+    """True when a file name the OS gave is valid UTF-8 (Python keeps other bytes as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(rel: str) -> str:
+    """A path as reports may print and store it: bytes that are not UTF-8 written as \\xNN."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 MAX_NAME_BYTES = 255  # one file or folder name, as POSIX file systems allow
@@ -932,7 +953,37 @@ def extract_bytes(name: str, data: bytes) -> ExtractedText:
         else:
             extracted = ExtractedText(text=text)
     extracted.title = note_title(name, extracted.text, extracted.metadata)
+    return _without_nul(extracted)
+
+
+def _without_nul(extracted: ExtractedText) -> ExtractedText:
+    """The text, title and metadata with NUL characters left out (said in a warning).
+
+    A NUL is never text, and PostgreSQL cannot store one: a NUL in a note's body,
+    its frontmatter ("\\0") or a PDF's strings stopped every file of the run there.
+    """
+    nuls = extracted.text.count("\x00")
+    if nuls:
+        extracted.text = extracted.text.replace("\x00", "")
+    if "\x00" in extracted.title:
+        extracted.title = extracted.title.replace("\x00", "")
+    cleaned = _drop_nul(extracted.metadata)
+    if cleaned != extracted.metadata:
+        extracted.metadata = cleaned
+        nuls += 1
+    if nuls:
+        extracted.warnings.append("held NUL characters, left out of the index")
     return extracted
+
+
+def _drop_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_drop_nul(k): _drop_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_drop_nul(v) for v in value]
+    return value
 
 
 def pages_for_lines(page_starts: list[int], start_line: int, end_line: int) -> list[int]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import re
 import sqlite3
@@ -58,6 +59,7 @@ INSTALL_HINT = "pip install 'brain-search[postgres]'"
 # PostgreSQL has four weight classes (D, C, B, A); the five fields share them by FIELD_WEIGHTS.
 FIELD_CLASSES = {"title": "A", "meta": "A", "heading": "B", "path": "B", "body": "D"}
 MAX_POSITION = 16383  # the largest position a tsvector stores; later words share it
+MAX_LEXEME_BYTES = 2046  # the longest word a tsvector (or tsquery) holds
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps as a token
 _TERM = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 term (search.fts_match makes only these, OR-joined)
 
@@ -227,10 +229,35 @@ def shown_location(location: str) -> str:
     return f"postgresql://{user}{host}{port}{parts.path or '/'}"
 
 
+# A corpus name kept as it is in its schema's name: lowercase words of [a-z0-9] joined by single
+# underscores (so no name ends like a rebuild's schema), short enough for PostgreSQL's 63 bytes.
+_PLAIN_CORPUS = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+_PLAIN_MAX = 63 - len(SCHEMA_PREFIX) - len(REBUILD_SUFFIX)
+_DIGEST_CHARS = 12  # of the name's sha-256: distinct names stay distinct schemas
+
+
 def schema_name(corpus: str) -> str:
-    """The schema that holds a corpus: `brain_` and the name in [a-z0-9_] (at most 63 bytes with the rebuild suffix)."""
+    """The schema that holds a corpus: distinct names always give distinct schemas.
+
+    A plain name (`notes`, `work_notes`) is kept as it is: `brain_notes`. Any
+    other name (`Notes`, `my-notes`, `my.notes`, a name in another script, a
+    long one, `x__rebuild`) keeps a readable part and adds 12 hex digits of its
+    sha-256, since folding it to [a-z0-9_] alone made different folders share
+    one schema (and the second index removed the first one's rows). The schema
+    records the exact name it holds (meta `corpus`), so a collision is refused,
+    never written.
+    """
+    if _PLAIN_CORPUS.fullmatch(corpus) and len(corpus) <= _PLAIN_MAX:
+        return SCHEMA_PREFIX + corpus
+    readable = re.sub(r"[^a-z0-9]+", "_", fold(corpus)).strip("_")[: _PLAIN_MAX - _DIGEST_CHARS - 1].strip("_")
+    digest = hashlib.sha256(corpus.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    return f"{SCHEMA_PREFIX}{readable or 'corpus'}_{digest}"
+
+
+def legacy_schema_name(corpus: str) -> str:
+    """The schema brain used for a corpus before schema names were made distinct (its vectors are reused)."""
     cleaned = re.sub(r"[^a-z0-9_]+", "_", fold(corpus)).strip("_") or "notes"
-    return SCHEMA_PREFIX + cleaned[: 63 - len(SCHEMA_PREFIX) - len(REBUILD_SUFFIX)]
+    return SCHEMA_PREFIX + cleaned[:_PLAIN_MAX]
 
 
 def _psycopg() -> Any:
@@ -347,8 +374,13 @@ def _word_tokens(word: str, porter: bool) -> tuple[str, ...]:
 
 
 def index_tokens(text: str, porter: bool) -> list[str]:
-    """The tokens FTS5 would store for `text` (already stemmed by brain), each word through FTS5's own tokenizer."""
-    return [token for word in _TOKEN.findall(text) for token in _word_tokens(word, porter)]
+    """The tokens FTS5 would store for `text` (already stemmed by brain), each word through FTS5's own tokenizer.
+
+    A token past MAX_LEXEME_BYTES is left out: PostgreSQL refuses it in a tsvector
+    (one such word stopped the whole run), and nobody searches for it by keyword.
+    """
+    return [token for word in _TOKEN.findall(text) if len(word) <= MAX_LEXEME_BYTES
+            for token in _word_tokens(word, porter) if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES]
 
 
 def _quote(token: str) -> str:
@@ -580,12 +612,39 @@ class PostgresStore(MetaRecords):
                                  "run `brain index` first")
             self._create()
             self.created = True
+            self._import_legacy_cache()
+        self._check_owner(readonly)
         version = self._version() or 0
         if version > SCHEMA_VERSION:
             raise BrainError(f"{self.path} was written by a newer brain (schema {version}, this one reads "
                              f"{SCHEMA_VERSION}); upgrade brain-search")
         if version < SCHEMA_VERSION and not readonly:
             self._migrate()
+
+    def _check_owner(self, readonly: bool) -> None:
+        """Refuse a schema that records another corpus's name; claim one made before names were recorded."""
+        row = self._execute("SELECT value FROM @.meta WHERE key = 'corpus'").fetchone()
+        if row is None:
+            if not readonly:  # made by an older brain for this name's schema: this corpus's from now on
+                self._execute("INSERT INTO @.meta(key, value) VALUES ('corpus', %s) ON CONFLICT (key) DO NOTHING",
+                              (self.corpus,))
+            return
+        if row[0] != self.corpus:
+            raise BrainError(f"schema {self.schema} at {self.shown} holds corpus {row[0]!r}, not {self.corpus!r}; "
+                             "nothing was written: give this folder another name with ?corpus=NAME at the end of `store`")
+
+    def _import_legacy_cache(self) -> None:
+        """A corpus whose name the older mapping folded (`My-Notes` → brain_my_notes) reuses that schema's vectors.
+
+        Only the cache: vectors are keyed by the text they embed, so they are right
+        whoever made them, while the old schema's rows may be another folder's.
+        """
+        legacy = legacy_schema_name(self.corpus)
+        if legacy == self.schema or self.schema.endswith(REBUILD_SUFFIX):
+            return
+        if self.conn.execute("SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'embedding_cache'",
+                             (legacy,)).fetchone() is not None:
+            self.import_embedding_cache(legacy)
 
     def _migrate(self) -> None:
         """Bring an older schema up to SCHEMA_VERSION, one step at a time, in one transaction (one process does it)."""
@@ -630,8 +689,9 @@ class PostgresStore(MetaRecords):
                 conn.execute(self._sql(statement))
             conn.execute(self._sql("INSERT INTO @.state(schema_version) VALUES (%s) ON CONFLICT (one) DO NOTHING"),
                          (SCHEMA_VERSION,))
-            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('stemmer', %s), ('fts_tokenizer', %s)"
-                                   " ON CONFLICT (key) DO NOTHING"), (self._new_stemmer, self.tokenizer))
+            conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('stemmer', %s), ('fts_tokenizer', %s),"
+                                   " ('corpus', %s) ON CONFLICT (key) DO NOTHING"),
+                         (self._new_stemmer, self.tokenizer, self.corpus))
 
     def close(self) -> None:
         """Give the connection back to the pool (a rollback first, should a transaction be open)."""

@@ -1,0 +1,97 @@
+"""Faults of the PostgreSQL store, through real processes against a real server with pgvector.
+
+Corpus names that must never share a schema, notes that must fail alone (or be
+indexed) instead of stopping a run. Reliability review round two, items 2 and 4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write
+
+pytestmark = pytest.mark.postgres
+
+
+def _schemas(url: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(url.split("&corpus=")[0], autocommit=True) as conn:
+        return [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'brain\\_%' ORDER BY 1")]
+
+
+# Names that the first mapping folded onto each other (case, punctuation, scripts, length, the rebuild suffix).
+COLLIDING = ["Notes", "notes", "my-notes", "my.notes", "my_notes", "Заметки", "笔记", "ملاحظات",
+             "a" * 60, "a" * 61, "x", "x__rebuild"]
+
+
+def test_every_folder_name_gets_a_schema_of_its_own(tmp_path: Path, pg_server: str) -> None:
+    env = {"BRAIN_STORE": pg_server}
+    roots = []
+    for number, name in enumerate(COLLIDING):
+        root = tmp_path / f"f{number}" / name
+        write(root, {"note.md": f"# Note\n\nonly in folder word{number}x\n"})
+        done = run_cli("--root", str(root), "index", "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        roots.append(root)
+    # x's full rebuild must not drop the corpus named x__rebuild.
+    assert run_cli("--root", str(roots[COLLIDING.index("x")]), "index", "--full", env=env).returncode == 0
+    for number, root in enumerate(roots):
+        stats = json.loads(run_cli("--root", str(root), "stats", "--json", env=env).stdout)
+        assert stats["files"] == 1, (COLLIDING[number], stats)  # before: a second folder's index removed the first's rows
+        found = run_cli("--root", str(root), "search", f"word{number}x", "--mode", "bm25", "--json", env=env)
+        assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["note.md"], COLLIDING[number]
+    names = [s for s in _schemas(pg_server) if not s.startswith("brain_t")]
+    assert len(set(names)) >= len(COLLIDING) and all(len(s.encode()) <= 63 for s in names)
+
+
+def test_a_schema_holding_another_corpus_is_refused_and_left_alone(tmp_path: Path, pg_server: str) -> None:
+    import psycopg
+
+    env = {"BRAIN_STORE": pg_server}
+    root = tmp_path / "owned"
+    write(root, {"note.md": "# Note\n\nthe owner's words\n"})
+    assert run_cli("--root", str(root), "index", env=env).returncode == 0
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute("UPDATE brain_owned.meta SET value = 'someone-else' WHERE key = 'corpus'")
+    write(root, {"other.md": "# Other\n\nmore words\n"})
+    done = run_cli("--root", str(root), "index", env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "holds corpus 'someone-else', not 'owned'" in done.stderr and "?corpus=" in done.stderr
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM brain_owned.files").fetchone()[0] == 1  # nothing written
+
+
+def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -> None:
+    long_word = "漢" * 700  # 2,100 bytes as a token, within a query's 2,000 characters
+    notes = {
+        "good.md": "# Good\n\nthe alpha note\n",
+        "nul-body.md": "# Body\n\n" + "padding line\n" * 700 + "a NUL \x00 after the binary sniff\n",
+        "nul-front.md": '---\ntitle: "with \\0 inside"\ntags: ["a\\0b"]\n---\n# Front\n\nbeta words\n',
+        "long-word.md": f"# Long\n\ngamma {long_word} gamma {'x' * 3000}\n",
+    }
+    for store in (store_url, ""):
+        root = tmp_path / ("pg" if store else "sqlite") / "notes"
+        write(root, notes)
+        os.makedirs(root / "bad", exist_ok=True)
+        with open(os.path.join(os.fsencode(root / "bad"), b"caf\xe9.md"), "wb") as handle:
+            handle.write(b"# Latin-1 name\n\ndelta\n")
+        env = {"BRAIN_STORE": store}
+        done = run_cli("--root", str(root), "index", "--json", env=env)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        report = json.loads(done.stdout)
+        assert sorted(report["added"]) == ["good.md", "long-word.md", "nul-body.md", "nul-front.md"], report
+        refused = {w["path"]: w["reason"] for w in report["warnings"]}
+        assert "not valid UTF-8" in refused["bad/caf\\xe9.md"]
+        assert "NUL" in refused["nul-body.md"] and "NUL" in refused["nul-front.md"]
+        status = run_cli("--root", str(root), "status", "--json", env=env)
+        assert status.returncode == 0 and json.loads(status.stdout)["clean"] is True, status.stdout + status.stderr
+        for query, path in (("alpha", "good.md"), ("binary sniff", "nul-body.md"), ("beta", "nul-front.md"),
+                            ("gamma", "long-word.md"), (f"gamma {long_word}", "long-word.md")):
+            found = run_cli("--root", str(root), "search", query, "--mode", "bm25", "--json", env=env)
+            assert found.returncode == 0, found.stderr
+            assert json.loads(found.stdout)["results"][0]["path"] == path, (store, query)
