@@ -342,7 +342,7 @@ class Indexer:
         for raw in paths:
             found = sources.source_for(self.settings, raw)
             if isinstance(found, str):
-                report.failed.append({"path": str(raw), "reason": found.split(": ", 1)[-1]})
+                report.failed.append({"path": sources.shown_path(str(raw)), "reason": found.split(": ", 1)[-1]})
                 rel = self._relative(raw) if isinstance(found, sources.Refused) else None
                 if rel is not None:
                     # A link re-pointed outside, a FIFO: its old text leaves the index. (An unreadable

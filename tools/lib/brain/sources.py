@@ -340,6 +340,8 @@ def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:
         return f"{raw}: hidden files and folders are not indexed"
     if not path.name.lower().endswith(settings.extensions):
         return f"{raw}: not a note type ({', '.join(settings.extensions)})"
+    if not utf8_name(str(path)):
+        return Refused(f"{shown_path(str(raw))}: {BAD_NAME_REASON}")  # reported, like the walk does
     try:
         info = path.stat()
     except (FileNotFoundError, NotADirectoryError):

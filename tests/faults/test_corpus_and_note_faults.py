@@ -1,21 +1,20 @@
-"""Faults of the PostgreSQL store, through real processes against a real server with pgvector.
+"""Corpus names that must never share a PostgreSQL schema; notes that must fail alone instead of stopping a run.
 
-Corpus names that must never share a schema, notes that must fail alone (or be
-indexed) instead of stopping a run. Reliability review round two, items 2 and 4.
+Real processes (the CLI, git with brain's hook) against a real PostgreSQL server
+with pgvector and real SQLite files. Reliability review round two, items 2 and 4.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write
-
-pytestmark = pytest.mark.postgres
-
+from conftest import committed_notes, git, run_cli, write
+from live_servers import brain_env
 
 def _schemas(url: str) -> list[str]:
     import psycopg
@@ -29,6 +28,7 @@ COLLIDING = ["Notes", "notes", "my-notes", "my.notes", "my_notes", "Заметк
              "a" * 60, "a" * 61, "x", "x__rebuild"]
 
 
+@pytest.mark.postgres
 def test_every_folder_name_gets_a_schema_of_its_own(tmp_path: Path, pg_server: str) -> None:
     env = {"BRAIN_STORE": pg_server}
     roots = []
@@ -49,6 +49,7 @@ def test_every_folder_name_gets_a_schema_of_its_own(tmp_path: Path, pg_server: s
     assert len(set(names)) >= len(COLLIDING) and all(len(s.encode()) <= 63 for s in names)
 
 
+@pytest.mark.postgres
 def test_a_schema_holding_another_corpus_is_refused_and_left_alone(tmp_path: Path, pg_server: str) -> None:
     import psycopg
 
@@ -66,6 +67,7 @@ def test_a_schema_holding_another_corpus_is_refused_and_left_alone(tmp_path: Pat
         assert conn.execute("SELECT count(*) FROM brain_owned.files").fetchone()[0] == 1  # nothing written
 
 
+@pytest.mark.postgres
 def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -> None:
     long_word = "漢" * 700  # 2,100 bytes as a token, within a query's 2,000 characters
     notes = {
@@ -88,6 +90,9 @@ def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -
         refused = {w["path"]: w["reason"] for w in report["warnings"]}
         assert "not valid UTF-8" in refused["bad/caf\\xe9.md"]
         assert "NUL" in refused["nul-body.md"] and "NUL" in refused["nul-front.md"]
+        named = run_cli("--root", str(root), "reindex", os.fsdecode(os.path.join(os.fsencode(root / "bad"), b"caf\xe9.md")),
+                        "--json", env=env)
+        assert "Traceback" not in named.stderr and json.loads(named.stdout)["failed"][0]["path"].endswith("caf\\xe9.md")
         status = run_cli("--root", str(root), "status", "--json", env=env)
         assert status.returncode == 0 and json.loads(status.stdout)["clean"] is True, status.stdout + status.stderr
         for query, path in (("alpha", "good.md"), ("binary sniff", "nul-body.md"), ("beta", "nul-front.md"),
@@ -95,3 +100,18 @@ def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -
             found = run_cli("--root", str(root), "search", query, "--mode", "bm25", "--json", env=env)
             assert found.returncode == 0, found.stderr
             assert json.loads(found.stdout)["results"][0]["path"] == path, (store, query)
+
+
+def test_the_hook_names_a_file_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    root = committed_notes(tmp_path / "notes", {"a.md": "# A\n\nalpha\n"})
+    assert run_cli("--root", str(root), "index").returncode == 0
+    assert run_cli("--root", str(root), "hooks", "install", "--sync").returncode == 0
+    with open(os.path.join(os.fsencode(root), b"caf\xe9.md"), "wb") as handle:
+        handle.write(b"# Latin-1 name\n\ndelta\n")
+    write(root, {"b.md": "# B\n\nbeta\n"})
+    git(root, "add", "-A")
+    done = subprocess.run(["git", "commit", "-q", "-m", "two"], cwd=root, env=brain_env({"BRAIN_HOOK": "sync"}),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log and "1 added" in log and "caf\\xe9.md: its name is not valid UTF-8" in log, log
