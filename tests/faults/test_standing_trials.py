@@ -683,3 +683,72 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
         for what in tally.empties:
             known.check(False, EMPTY_ANSWER, f"{tally.door} {what}")
     known.xfail_if_any()
+
+
+# ---------------------------------------------------------------- searches during full rebuilds
+
+REBUILDS = int(os.environ.get("BRAIN_FAULT_REBUILDS") or 6)
+REBUILD_NOTES = 30
+
+
+def rebuild_searcher(url: str, stop: threading.Event, marks: dict[str, str], tally: Tally, wrong: list[str]) -> None:
+    """Hybrid searches for one note's unique word at a time, until stopped: that note must be among the hits.
+
+    (Not necessarily first: a note close in meaning may outrank it, as it does without a rebuild.)
+    """
+    import httpx
+
+    words = sorted(marks)
+    with httpx.Client(base_url=url, timeout=TIMEOUT) as client:
+        while not stop.is_set():
+            word = words[tally.requests % len(words)]
+            tally.requests += 1
+            try:
+                response = client.post("/search", json={"query": word, "mode": "hybrid", "limit": 5})
+            except httpx.HTTPError as exc:
+                tally.failed(f"{type(exc).__name__}: {exc}")
+                continue
+            if response.status_code != 200:
+                tally.failed(f"HTTP {response.status_code}: {response.text}")
+                continue
+            results = response.json()["results"]
+            if not results:
+                tally.found_nothing(f"{word}: no results")
+            elif marks[word] not in [hit["path"] for hit in results]:
+                wrong.append(f"{word}: {[hit['path'] for hit in results]}, wanted {marks[word]}")
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_searches_during_full_rebuilds_answer_from_one_index(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest, fault_figures: list[str]
+) -> None:
+    """Two clients search a warm server while `brain index --full` rebuilds under it, each time after a new
+    first file shifted every chunk id: every answer comes from the old index or the new one, never a mix."""
+    rng = random.Random(SEED)
+    env = {"BRAIN_STORE": request.getfixturevalue("store_url") if store == "postgres" else ""}
+    root = tmp_path / "notes"
+    marks = {mark(n): f"n{n:02d}.md" for n in range(REBUILD_NOTES)}
+    write(root, {path: note_text(rng, path, word) for word, path in marks.items()})
+    assert run_cli("--root", str(root), "index", env=env).returncode == 0
+    wrong: list[str] = []
+    tallies = [Tally(f"client {n}") for n in (1, 2)]
+    stop = threading.Event()
+    with http_server("--root", str(root), env=env) as server:
+        clients = [threading.Thread(target=rebuild_searcher, args=(server.url, stop, marks, t, wrong)) for t in tallies]
+        for client in clients:
+            client.start()
+        try:
+            for number in range(REBUILDS):
+                # Sorted first, so the rebuild writes it first and every other chunk's id moves.
+                write(root, {f"a{number:02d}.md": note_text(rng, "first", "plain words only")})
+                done = run_cli("--root", str(root), "index", "--full", env=env, timeout=TIMEOUT)
+                assert done.returncode == 0, done.stderr
+        finally:
+            stop.set()
+            for client in clients:
+                client.join(TIMEOUT)
+    record(fault_figures, f"rebuilds under search ({store}): {REBUILDS} rebuilds, "
+           + ", ".join(t.line() for t in tallies) + f", {len(wrong)} answered with another file")
+    assert not wrong, wrong[:5]
+    assert not [e for t in tallies for e in t.errors], [e for t in tallies for e in t.errors][:3]
+    assert not [e for t in tallies for e in t.empties], [e for t in tallies for e in t.empties][:3]

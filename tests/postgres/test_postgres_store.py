@@ -332,8 +332,8 @@ def test_two_machines_rebuilding_one_corpus_take_turns(tmp_path: Path, store_url
     for name in ("laptop", "server"):
         root = tmp_path / name / "notes"
         write(root, NOTES)
-        (root / "brain.toml").write_text(f'store = "{store_url}"\n', encoding="utf-8")
-        assert run_cli("--root", str(root), "trust", "--yes").returncode == 0
+        # As a team sets a clone up: `config set` writes brain.toml and approves the server on this machine.
+        assert run_cli("--root", str(root), "config", "set", "store", store_url).returncode == 0
         clones.append(root)
     assert run_cli("--root", str(clones[0]), "index", env={"BRAIN_STORE": ""}).returncode == 0
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))

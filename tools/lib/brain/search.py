@@ -618,74 +618,76 @@ class Searcher:
 
         self.follow_replaced()  # once per query, before any read: the keyword thread never sees a swap
         store = self.store
-        match = self.keyword_query(query)
-        corrections = self.corrections(query) if mode != "vector" else []
-        also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
-        allowed = self._allowed_files(path_prefix, filters)
-        # The pool depends on the settings only (for any limit up to it), so asking
-        # for fewer results never changes which file comes first.
-        pool = max(self.settings["search.candidates"], limit)
-        candidates = self._candidates(query, match, mode, pool, allowed, also, corrections)
-        weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
-        fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
-        # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
-        scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
+        # One snapshot for every read of this query: a rebuild swapped in meanwhile is seen by the next one.
+        with store.reading():
+            match = self.keyword_query(query)
+            corrections = self.corrections(query) if mode != "vector" else []
+            also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
+            allowed = self._allowed_files(path_prefix, filters)
+            # The pool depends on the settings only (for any limit up to it), so asking
+            # for fewer results never changes which file comes first.
+            pool = max(self.settings["search.candidates"], limit)
+            candidates = self._candidates(query, match, mode, pool, allowed, also, corrections)
+            weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
+            fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
+            # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
+            scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
 
-        terms = [fold(t) for t in query_terms(query)]
-        reader = TextReader(self.settings, store)
-        hits: list[SearchHit] = []
-        dropped: list[str] = []
-        seen_files: set[int] = set()
-        checked: dict[int, tuple[bool, str | None] | None] = {}
-        searched_forms = self._searched_forms(query, corrections)
-        raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
-        for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
-            if not chunks and row.file_id in seen_files:
-                continue
-            if len(hits) >= limit and fused[cid].score < raw[hits[-1].chunk_id]:
-                break
-            if row.file_id not in checked:
-                checked[row.file_id] = self._freshness(reader, file_row)
-            fresh = checked[row.file_id]
-            if fresh is None:
-                if file_row.path not in dropped:
-                    dropped.append(file_row.path)
-                continue
-            seen_files.add(row.file_id)
-            stale, current_text = fresh
-            text, start_line, end_line = row.text, row.start_line, row.end_line
-            if stale and current_text is not None:
-                text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
-            part = fused[cid]
-            hit = SearchHit(
-                path=file_row.path,
-                score=round(part.score, 4),
-                vector_score=None if part.vector is None else round(part.vector, 4),
-                keyword_score=None if part.keyword is None else round(part.keyword, 4),
-                start_line=start_line,
-                end_line=end_line,
-                preview=_make_preview(text, terms) or EMPTY_PREVIEW,
-                stale=stale,
-                heading_path=row.heading_path,
-                pages=row.pages,
-                chunk_id=cid,
-                explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
-            )
-            hits.append(hit)
-            raw[cid] = part.score
-        # Equal scores (duplicate texts in different files) are ordered by path, so the
-        # order is the same in every index of the same notes, whatever the insertion order.
-        hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
-        if candidates.use_keyword and hits:
-            self._explain_fields(hits, searched_forms)
-        response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
-                                  also_searched=[w for c in corrections for w in c.shown],
-                                  corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
-                                  weak=bool(hits) and is_weak(candidates))
-        if excerpt_chars is not None:
-            _add_excerpts(reader, response, excerpt_chars)
-        response.seconds = time.monotonic() - started
-        return response
+            terms = [fold(t) for t in query_terms(query)]
+            reader = TextReader(self.settings, store)
+            hits: list[SearchHit] = []
+            dropped: list[str] = []
+            seen_files: set[int] = set()
+            checked: dict[int, tuple[bool, str | None] | None] = {}
+            searched_forms = self._searched_forms(query, corrections)
+            raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
+            for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
+                if not chunks and row.file_id in seen_files:
+                    continue
+                if len(hits) >= limit and fused[cid].score < raw[hits[-1].chunk_id]:
+                    break
+                if row.file_id not in checked:
+                    checked[row.file_id] = self._freshness(reader, file_row)
+                fresh = checked[row.file_id]
+                if fresh is None:
+                    if file_row.path not in dropped:
+                        dropped.append(file_row.path)
+                    continue
+                seen_files.add(row.file_id)
+                stale, current_text = fresh
+                text, start_line, end_line = row.text, row.start_line, row.end_line
+                if stale and current_text is not None:
+                    text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
+                part = fused[cid]
+                hit = SearchHit(
+                    path=file_row.path,
+                    score=round(part.score, 4),
+                    vector_score=None if part.vector is None else round(part.vector, 4),
+                    keyword_score=None if part.keyword is None else round(part.keyword, 4),
+                    start_line=start_line,
+                    end_line=end_line,
+                    preview=_make_preview(text, terms) or EMPTY_PREVIEW,
+                    stale=stale,
+                    heading_path=row.heading_path,
+                    pages=row.pages,
+                    chunk_id=cid,
+                    explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
+                )
+                hits.append(hit)
+                raw[cid] = part.score
+            # Equal scores (duplicate texts in different files) are ordered by path, so the
+            # order is the same in every index of the same notes, whatever the insertion order.
+            hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
+            if candidates.use_keyword and hits:
+                self._explain_fields(hits, searched_forms)
+            response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
+                                      also_searched=[w for c in corrections for w in c.shown],
+                                      corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
+                                      weak=bool(hits) and is_weak(candidates))
+            if excerpt_chars is not None:
+                _add_excerpts(reader, response, excerpt_chars)
+            response.seconds = time.monotonic() - started
+            return response
 
     def keyword_query(self, query: str) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""

@@ -420,6 +420,28 @@ class Store(MetaRecords):
         else:
             self.conn.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every read inside sees one snapshot of the index: a rebuild swapped in meanwhile is seen after, never halfway.
+
+        A search reads the vectors, the keyword matches and then the chunk rows
+        in separate statements; a rebuild's copy committed between them made
+        chunk ids read before it resolve to other chunks after it (another
+        file's). One read transaction (WAL: writers go on, never waited for)
+        spans them all, on both threads of a search, since it is the
+        connection's. Re-entrant: an enclosing one already holds the snapshot.
+        """
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            self.conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("COMMIT")
+
     # ------------------------------------------------------------ meta
 
     def get_meta(self, key: str) -> str | None:

@@ -582,6 +582,7 @@ class PostgresStore(MetaRecords):
         self._vector_conn: Any = None  # the vector half's connection (nearest_vectors), taken at its first use
         self._vector_pooled = False
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
+        self._snapshot: str | None = None  # the snapshot `reading` holds, for the vector half's connection
         self.created = False  # True when this open made the corpus's schema
         try:
             self._prepare(create, readonly)
@@ -712,6 +713,37 @@ class PostgresStore(MetaRecords):
         A rebuild needs no reopening: it swaps the schema under its name, and every statement names it.
         """
         return self.conn is None or bool(self.conn.closed) or bool(self.conn.broken)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every read inside sees one snapshot of the corpus, and a rebuild's swap waits for it to end.
+
+        A search reads in several statements on two connections. A full rebuild
+        swaps a new schema in under the same name, whose chunk ids start again
+        from 1: ids read before the swap resolved to other files' chunks after it.
+        One REPEATABLE READ, READ ONLY transaction holds the snapshot; the swap
+        takes this corpus's advisory lock exclusively and readers take it shared,
+        so a swap waits for the searches in flight (milliseconds) and searches
+        begun meanwhile see the new index whole. The vector half's connection
+        imports the same snapshot (nearest_vectors). Re-entrant.
+        """
+        if self._snapshot is not None:
+            yield
+            return
+        key = (self.schema,)
+        # Taken before the transaction begins, so its snapshot is taken after any swap it waited for.
+        self._execute("SELECT pg_advisory_lock_shared(hashtext(%s))", key)
+        try:
+            with self.conn.transaction():
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                self._snapshot = str(self.conn.execute("SELECT pg_export_snapshot()").fetchone()[0])
+                try:
+                    yield
+                finally:
+                    self._snapshot = None
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock_shared(hashtext(%s))", key)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -1088,8 +1120,12 @@ class PostgresStore(MetaRecords):
         word no chunk holds (a typo) then reads all of it: 2 s at 1M chunks.
         """
         with self.conn.transaction():
-            self.conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
-            return self._execute(sql, params).fetchall()
+            # Inside a search's snapshot this is a savepoint, whose settings outlive it: put it back after.
+            was = self.conn.execute("SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)"
+                                    ).fetchone()[0]
+            rows = self._execute(sql, params).fetchall()
+            self.conn.execute("SELECT set_config('enable_seqscan', %s, true)", (was,))
+            return rows
 
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
@@ -1250,6 +1286,10 @@ class PostgresStore(MetaRecords):
         try:
             conn = self._vector_connection()
             with conn.transaction():
+                if self._snapshot is not None:  # the search's own snapshot (reading), not a newer one
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    conn.execute(self._psycopg.sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
+                        self._psycopg.sql.Literal(self._snapshot)))
                 if wanted is not None and not exact:
                     exact = int(conn.execute(self._sql("SELECT count(*) FROM @.chunks WHERE file_id = ANY(%s)"),
                                              (wanted,)).fetchone()[0]) < HNSW_THRESHOLD
@@ -1348,9 +1388,14 @@ class PostgresStore(MetaRecords):
         return [r[0] for r in self._matching_rows("SELECT text FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s", (query, limit))]
 
     def data_version(self) -> int:
-        """Changes whenever a write commits, or a rebuild swaps in a new schema: tells a warm process to reload."""
-        row = self._execute("SELECT data_version, (SELECT oid FROM pg_namespace WHERE nspname = %s) FROM @.state",
-                            (self.schema,)).fetchone()
+        """Changes whenever a write commits, or a rebuild swaps in a new schema: tells a warm process to reload.
+
+        The state table's own oid tells the schemas apart (a rebuilt one counts its
+        writes from 0 again): read from the row itself, it always belongs to the
+        table that was read, where pg_namespace read in an older snapshot could name
+        the schema the swap had dropped.
+        """
+        row = self._execute("SELECT data_version, tableoid::bigint FROM @.state").fetchone()
         return int(row[1]) * 1_000_000_000_000 + int(row[0])
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
