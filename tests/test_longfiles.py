@@ -237,7 +237,9 @@ def test_grep_file_may_name_a_folder(long_notes: Path) -> None:
 
 def test_search_excerpt_size_is_checked(long_notes: Path) -> None:
     result = run_cli("--root", str(long_notes), "search", "pool_mode", "--excerpt-chars", "10")
-    assert result.returncode == 2 and "10 is not in the range x>=100" in result.stderr
+    assert result.returncode == 2 and "10 is not in the range 100<=x<=50000" in result.stderr
+    result = run_cli("--root", str(long_notes), "search", "pool_mode", "--excerpt-chars", "50001")
+    assert result.returncode == 2 and "50001 is not in the range 100<=x<=50000" in result.stderr
 
 
 def test_grep_file_outside_the_index_is_an_error(long_notes: Path) -> None:
@@ -408,9 +410,9 @@ def test_grep_reads_the_files_as_they_are_now(tmp_path: Path) -> None:
     gone = brain.grep("words")
     assert gone.matches == [] and gone.skipped[0]["path"] == "a.md"
     # The PDF's text is kept in the index, so reading it needs no new extraction ...
-    from brain.store import Store
+    from brain.store import SqliteStore
 
-    store = Store(brain.settings.database_path)
+    store = SqliteStore(brain.settings.database_path)
     row = store.get_file("scan.pdf")
     assert row is not None and store.extracted_text(row.hash) is not None
     store.close()
