@@ -8,7 +8,10 @@ import pytest
 
 from brain import Brain
 from brain.config import load_settings, set_value
-from brain.embeddings import FALLBACK_MODEL, BundledBackend, Embedder, SentenceTransformersBackend, UniversalEncoderBackend
+from brain.embeddings import FALLBACK_MODEL, Embedder
+from brain.embeddings.bundled import BundledBackend
+from brain.embeddings.sentence_transformers import SentenceTransformersBackend
+from brain.embeddings.universal import UniversalEncoderBackend
 from brain.errors import BrainError
 
 from conftest import write

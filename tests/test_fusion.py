@@ -182,9 +182,9 @@ def test_tokenizer_change_rebuilds_the_keyword_index(tmp_path: Path) -> None:
     brain = Brain(root)
     report = brain.index()
     assert report.rebuilt and report.chunks_embedded == 0  # re-tokenized, not re-embedded
-    from brain.store import Store
+    from brain.store import SqliteStore
 
-    store = Store(brain.settings.database_path)
+    store = SqliteStore(brain.settings.database_path)
     try:
         assert store.fts_tokenizer() == "porter unicode61 remove_diacritics 2"
         assert store.get_meta("fts_tokenizer") == "porter unicode61 remove_diacritics 2"

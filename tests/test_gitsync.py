@@ -13,7 +13,7 @@ import pytest
 
 from brain import Brain
 from brain import gitsync
-from brain.store import Store
+from brain.store import SqliteStore
 from conftest import git, init_repo, write
 
 NOTES = {
@@ -34,7 +34,7 @@ def commit(root: Path, message: str = "change") -> str:
 
 
 def indexed_paths(root: Path) -> dict[str, int]:
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     try:
         return {path: row.id for path, row in store.all_files().items()}
     finally:
@@ -204,7 +204,7 @@ def test_twenty_commits_are_caught_up_by_one_sync(repo: Path) -> None:
 
 
 def test_pruned_recorded_commit_falls_back_to_a_scan(repo: Path) -> None:
-    store = Store(repo / ".brain" / "brain.sqlite")
+    store = SqliteStore(repo / ".brain" / "brain.sqlite")
     store.record_indexed_commit("0123456789abcdef0123456789abcdef01234567")
     store.close()
     write(repo, {"a.md": "# Alpha\n\nRewritten.\n"})

@@ -15,12 +15,12 @@ import pytest
 from brain import Brain
 from brain.chunking import CHUNKING_VERSION
 from brain.errors import BrainError
-from brain.store import Store
+from brain.store import SqliteStore
 from conftest import PROJECT, run_cli, write
 
 
 def chunk_count(root: Path, rel: str) -> int:
-    store = Store(root / ".brain" / "brain.sqlite")
+    store = SqliteStore(root / ".brain" / "brain.sqlite")
     try:
         row = store.get_file(rel)
         return len(store.file_chunks(row.id)) if row else 0
@@ -158,7 +158,7 @@ def test_changed_chunking_rebuilds_and_reuses_cache(tmp_path: Path) -> None:
 def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "apple"})
     Brain(tmp_path).index()
-    store = Store(tmp_path / ".brain" / "brain.sqlite")
+    store = SqliteStore(tmp_path / ".brain" / "brain.sqlite")
     store.set_meta({"model": "someone/else"})
     store.close()
     with pytest.raises(BrainError, match="run `brain index`"):
@@ -243,7 +243,7 @@ def test_a_note_deleted_between_the_walk_and_the_read_is_removed_not_failed(
     report = indexer.rebuild() if full else indexer.scan()
     assert report.failed == []
     assert report.removed == ([] if full else ["b.md"])  # a rebuild's new index never had it
-    store = Store(load_settings(root).database_path, create=False, readonly=True)
+    store = SqliteStore(load_settings(root).database_path, create=False, readonly=True)
     try:
         assert sorted(store.all_files()) == ["a.md"]
     finally:

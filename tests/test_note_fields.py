@@ -12,7 +12,7 @@ from brain import Brain
 from brain.sources import extract_bytes, metadata_text, note_title, readable_name
 from brain.spelling import edit_distance
 from brain.stemming import detect_language
-from brain.store import Store
+from brain.store import SqliteStore
 from conftest import run_cli, write
 
 NOTES = {
@@ -229,7 +229,7 @@ def test_the_language_of_a_text_is_told_by_its_function_words() -> None:
 
 
 def test_each_note_is_stemmed_in_its_own_language_without_settings(brain: Brain) -> None:
-    store = Store(brain.settings.database_path)
+    store = SqliteStore(brain.settings.database_path)
     try:
         languages = {path: row.language for path, row in store.all_files().items()}
     finally:
@@ -248,7 +248,7 @@ def test_a_forced_language_stems_every_note_that_way(tmp_path: Path) -> None:
                      "brain.toml": '[search]\nstemmer = "italian"\n'})
     brain = Brain(tmp_path)
     brain.index()
-    store = Store(brain.settings.database_path)
+    store = SqliteStore(brain.settings.database_path)
     try:
         assert {row.language for row in store.all_files().values()} == {"italian"}
     finally:

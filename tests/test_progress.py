@@ -52,7 +52,7 @@ def index_on_a_terminal(root: Path) -> tuple[str, str, int]:
     return seen.decode(), out, process.wait(timeout=300)
 
 
-def test_the_bar_counts_chunks_and_pdf_pages_says_when_the_model_loads_and_stays(tmp_path: Path) -> None:
+def test_the_bar_reads_then_embeds_names_the_file_says_when_search_works_and_stays(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
         "a.md": "# Boiler\n\nThe boiler pressure should read 1.5 bar when cold.\n",
@@ -62,13 +62,18 @@ def test_the_bar_counts_chunks_and_pdf_pages_says_when_the_model_loads_and_stays
     terminal, out, code = index_on_a_terminal(root)
     assert code == 0, terminal
     screens = terminal.replace("\r\n", "\n").replace("\r", "\n").splitlines()
-    assert any(line.startswith("loading the embedding model…") for line in screens), terminal
+    # The first line says when search works: each file by its words once read, by meaning once embedded.
+    assert screens[0].startswith("brain: reading 3 files: each is searchable by its words as soon as it is read"), screens[0]
+    # Stage 1 counts files (its total known at once: it never jumps) and names the file being read.
+    reading = [line for line in screens if line.startswith("reading:")]
+    assert reading and all("/3 [" in line for line in reading), reading
+    assert any("manual.pdf" in line for line in reading) and any("loading the tokenizer" in line for line in reading)
+    assert any("loading the embedding model" in line for line in reading)
+    # Stage 2 counts chunks, with their rate; it stays on screen when done.
     embedded = int(re.search(r"\((\d+) chunks embedded", out).group(1))
     final = [line for line in screens if line.startswith("indexed:")]
-    assert final, terminal  # the bar stays on screen when done
-    # Work, not files: every chunk embedded plus the PDF's two pages, with the files read beside it.
-    assert f"| {embedded + 2}/{embedded + 2} [" in final[-1] and "chunk/s" in final[-1], final[-1]
-    assert "3/3 files read" in final[-1]
+    assert final, terminal
+    assert f"| {embedded}/{embedded} [" in final[-1] and "chunk/s" in final[-1], final[-1]
     # stdout holds the scan report alone.
     assert out.startswith("indexed: 3 added") and "\r" not in out and "%|" not in out
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from brain import Brain, BrainError
-from brain.store import Store
+from brain.store import SqliteStore
 from conftest import PROJECT, run_cli, write
 
 UNIQUE = "zanzibarquokka"
 
 
 def file_count(root: Path) -> int:
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     try:
         return store.counts()["files"]
     finally:
@@ -98,7 +98,7 @@ def test_nightly_run_survives_a_failure_and_records_each_result(tmp_path: Path, 
     assert Brain(root).status().last_rebuild["ok"] is True
     write(root, {".brainignore": "!\n"})  # a broken ignore file: the rebuild must fail, cleanly
     assert nightly.run_once() is False
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     record = store.last_rebuild()
     store.close()
     assert record is not None and record["ok"] is False and "invalid ignore pattern" in record["error"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from brain import Brain
 from brain.stemming import stemmer
-from brain.store import SCHEMA_VERSION, Store
+from brain.store import SCHEMA_VERSION, SqliteStore
 
 from conftest import write
 
@@ -83,7 +83,7 @@ def test_a_schema_2_index_migrates_searches_at_once_and_rebuilds_stemmed(tmp_pat
 
     brain = Brain(tmp_path)  # searching migrates; the keyword copies are the plain text (stemmer none)
     assert _paths(brain.search("indici", mode="bm25"))[0] == "progetti.md"
-    store = Store(db)
+    store = SqliteStore(db)
     try:
         assert store.schema_version() == SCHEMA_VERSION and store.stemmer() == "none"
         assert store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')") is not None
@@ -98,7 +98,7 @@ def test_a_schema_2_index_migrates_searches_at_once_and_rebuilds_stemmed(tmp_pat
     report = brain.index()  # the settings now ask for italian: rebuilt, nothing re-embedded
     assert report.rebuilt and report.chunks_embedded == 0
     assert _paths(brain.search("indice", mode="bm25"))[0] == "progetti.md"
-    store = Store(db)
+    store = SqliteStore(db)
     try:
         assert store.stemmer() == "italian"
         store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
@@ -147,7 +147,7 @@ def test_a_schema_3_index_migrates_in_place_and_the_next_index_fills_the_new_fie
     brain = Brain(tmp_path)  # searching migrates: the old fields still answer, the new ones start empty
     assert _paths(brain.search("indici", mode="bm25"))[0] == "progetti.md"
     assert "Green tea brewing.md" not in _paths(brain.search("brewing", mode="bm25"))
-    store = Store(db)
+    store = SqliteStore(db)
     try:
         assert store.schema_version() == SCHEMA_VERSION
         store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brain.store import NewChunk
-from brain.store_postgres import PostgresStore
+from brain.store import FileKeywords, NewChunk
+from brain.store.postgres import PostgresStore
 from conftest import PROJECT
 
 FILES = 12
@@ -22,8 +22,8 @@ DIM = 16
 _WRITER = r"""
 import sys
 import numpy as np
-from brain.store import NewChunk
-from brain.store_postgres import PostgresStore
+from brain.store import FileKeywords, NewChunk
+from brain.store.postgres import PostgresStore
 
 url, generations, files, chunks, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 store = PostgresStore(url, "ignored")
@@ -35,7 +35,7 @@ for gen in range(1, generations + 1):
             v = rng.normal(size=dim).astype(np.float32)
             rows.append(NewChunk(f"shared note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None, (v / np.linalg.norm(v)).tobytes()))
         store.replace_file(path=f"w/{f}.md", hash=f"{f}-{gen}", size=1, mtime_ns=gen, metadata={}, warning=None,
-                           page_starts=[], chunks=rows, title="shared", path_text="w")
+                           page_starts=[], chunks=rows, title="shared", keywords=FileKeywords(title="shared", path="w"))
 store.close()
 """
 
@@ -51,7 +51,7 @@ def write_generation_zero(url: str) -> None:
     for f in range(FILES):
         rows = [NewChunk(f"shared note {f} part {k} gen0", "", k + 1, k + 1, [], None, vector) for k in range(CHUNKS)]
         store.replace_file(path=f"w/{f}.md", hash=f"{f}-0", size=1, mtime_ns=0, metadata={}, warning=None,
-                           page_starts=[], chunks=rows, title="shared", path_text="w")
+                           page_starts=[], chunks=rows, title="shared", keywords=FileKeywords(title="shared", path="w"))
     store.close()
 
 
@@ -108,9 +108,9 @@ def test_eight_searchers_beside_a_writer_see_whole_files_and_no_errors(store_url
 
 def test_a_searcher_beside_a_writer_through_hnsw(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectors answered by the HNSW index while the writes keep it up to date: always the k asked for, then exact's."""
-    from brain import store_postgres
+    from brain.store.postgres import corpus
 
-    monkeypatch.setattr(store_postgres, "HNSW_THRESHOLD", 1)
+    monkeypatch.setattr(corpus, "HNSW_THRESHOLD", 1)
     write_generation_zero(store_url)
     store = PostgresStore(store_url, "ignored")
     assert store.maintain_indexes() is True

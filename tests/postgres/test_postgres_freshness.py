@@ -21,7 +21,7 @@ import test_gitsync
 import test_rebuild
 from brain.config import load_settings
 from brain.store import open_store
-from brain.store_postgres import split_location
+from brain.store.postgres import split_location
 from test_concurrency import test_concurrent_writers_leave_an_exact_index  # noqa: F401
 from test_gitsync import (  # noqa: F401
     repo,
@@ -74,7 +74,7 @@ def _rebuild_schema_exists(url: str) -> bool:
     import psycopg
 
     conninfo, corpus = split_location(url)
-    from brain.store_postgres import REBUILD_SUFFIX, schema_name
+    from brain.store.postgres import REBUILD_SUFFIX, schema_name
 
     with psycopg.connect(conninfo) as conn:
         return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",

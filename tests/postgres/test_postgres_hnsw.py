@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from brain import Brain
-from brain import store_postgres
+from brain.store.postgres import corpus
 from brain.store import NewChunk
-from brain.store_postgres import HNSW_INDEX, PostgresStore
+from brain.store.postgres import HNSW_INDEX, PostgresStore
 from conftest import committed_notes, git
 
 DIM = 384
@@ -51,7 +51,7 @@ def hnsw_scans(store: PostgresStore) -> int:
 
 
 def test_hnsw_finds_what_the_exact_scan_finds(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_postgres, "HNSW_THRESHOLD", 1000)
+    monkeypatch.setattr(corpus, "HNSW_THRESHOLD", 1000)
     store = PostgresStore(store_url, "ignored")
     try:
         fill(store, clustered_vectors(800, seed=1))
@@ -81,7 +81,7 @@ def test_hnsw_finds_what_the_exact_scan_finds(store_url: str, monkeypatch: pytes
         allowed = {c.id for f in files for c in store.file_chunks(f)}
         filtered = store.nearest_vectors(queries[0], 10, file_ids=files)
         assert {c for c, _ in filtered} <= allowed and len(filtered) == 10
-        monkeypatch.setattr(store_postgres, "HNSW_THRESHOLD", 10)
+        monkeypatch.setattr(corpus, "HNSW_THRESHOLD", 10)
         assert [c for c, _ in store.nearest_vectors(queries[0], 10, file_ids=files)] == [c for c, _ in filtered]
     finally:
         store.close()
@@ -113,7 +113,7 @@ def test_search_through_hnsw_equals_the_exact_scan(tmp_path: Path, store_url: st
 
     exact = results()
     assert brain.searcher.store.searches_vectors() is False
-    monkeypatch.setattr(store_postgres, "HNSW_THRESHOLD", 4)
+    monkeypatch.setattr(corpus, "HNSW_THRESHOLD", 4)
     # Crossing the threshold: the next write (a sync of a commit) builds the index, and warm readers follow.
     (root / "topic0" / "note0.md").write_text(NOTES["topic0/note0.md"] + "\nThe renewal runs at night.\n")
     git(root, "commit", "-qam", "edit")

@@ -13,7 +13,10 @@ import pytest
 
 from brain import Brain
 from brain.errors import BrainError
-from brain.store_postgres import DELETE_FILE_POSTINGS, SCHEMA_VERSION, PostgresStore, _sum_by_chunk, index_tokens, schema_name, split_location, tsquery_literal, tsvector_literal
+from brain.store.postgres import SCHEMA_VERSION, PostgresStore, schema_name, split_location
+from brain.store.postgres.bm25 import sum_by_chunk
+from brain.store.postgres.schema import DELETE_FILE_POSTINGS
+from brain.store.postgres.tokens import index_tokens, tsquery_literal, tsvector_literal
 from conftest import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
@@ -142,8 +145,8 @@ def test_edit_rename_delete_sync_and_full_rebuild(tmp_path: Path, store_url: str
 _WRITER = r"""
 import sys
 import numpy as np
-from brain.store import NewChunk
-from brain.store_postgres import PostgresStore
+from brain.store import FileKeywords, NewChunk
+from brain.store.postgres import PostgresStore
 
 url, who = sys.argv[1], sys.argv[2]
 store = PostgresStore(url, "ignored", stemmer="auto")
@@ -152,7 +155,7 @@ for round in range(30):
     for n in range(3):
         chunks = [NewChunk(f"{who} round {round} part {k}", "# H", k + 1, k + 1, [], None, vector) for k in range(4)]
         store.replace_file(path=f"shared/{n}.md", hash=f"{who}{round}", size=1, mtime_ns=1, metadata={}, warning=None,
-                           page_starts=[], chunks=chunks, title="shared", path_text="shared")
+                           page_starts=[], chunks=chunks, title="shared", keywords=FileKeywords(title="shared", path="shared"))
 store.close()
 """
 
@@ -221,12 +224,12 @@ def test_scores_of_several_words_add_up_per_chunk_by_slot_or_by_sort() -> None:
     for ids in ([7, 3, 7, 5, 3], [7 << 40, 3, 7 << 40, 5, 3]):  # the second too spread for a slot per id
         parts = [(np.array(ids[:3]), np.array([70, 30, 70]), np.array([1.0, 2.0, 0.5])),
                  (np.array(ids[3:]), np.array([50, 30]), np.array([4.0, 0.25]))]
-        chunks, files, scores = _sum_by_chunk(parts)
+        chunks, files, scores = sum_by_chunk(parts)
         assert chunks.tolist() == sorted({3, 5, ids[0]})
         assert files.tolist() == [30, 50, 70] and scores.tolist() == [2.25, 4.0, 1.5]
-    assert [len(a) for a in _sum_by_chunk([])] == [0, 0, 0]
+    assert [len(a) for a in sum_by_chunk([])] == [0, 0, 0]
     nothing = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    assert [len(a) for a in _sum_by_chunk([nothing, nothing])] == [0, 0, 0]  # a word and a phrase, neither found
+    assert [len(a) for a in sum_by_chunk([nothing, nothing])] == [0, 0, 0]  # a word and a phrase, neither found
 
 
 def test_a_renamed_files_postings_are_reached_through_an_index(tmp_path: Path, store_url: str) -> None:

@@ -56,8 +56,8 @@ def scifact_chunks(count: int) -> list[str]:
 
 def numpy_e5() -> object:
     """The bundled model's weights through NumpyBert (float32 BLAS), with e5's prefix and <s> </s>."""
-    from brain.bundled_model import E5File, E5Tokenizer, _unpack_q4, model_file, passage_batches
-    from brain.embeddings import NumpyBert
+    from brain.embeddings.e5_file import E5File, E5Tokenizer, _unpack_q4, model_file, passage_batches
+    from brain.embeddings.numpy_bert import NumpyBert
 
     model = E5File(model_file())
     tokenizer = E5Tokenizer(model)
@@ -91,8 +91,8 @@ def numpy_e5() -> object:
 
 def torch_e5(dtype_name: str) -> object:
     """The same 4-bit weights in torch (brain.bundled_torch), in `dtype_name`; needs the torch extra."""
-    from brain.bundled_model import model_file
-    from brain.bundled_torch import TorchE5
+    from brain.embeddings.e5_file import model_file
+    from brain.embeddings.e5_torch import TorchE5
 
     return TorchE5(model_file(), dtype_name).passage
 
@@ -120,7 +120,7 @@ def main() -> None:
             print("torch is not installed: no torch e5 engines")
     try:
         from sentence_transformers import SentenceTransformer
-        from brain.embeddings import resolve_model
+        from brain.embeddings.sentence_transformers import resolve_model
 
         minilm = SentenceTransformer(resolve_model("all-MiniLM-L6-v2").location, device="cpu")
         engines["MiniLM (torch fp32)"] = lambda t: minilm.encode(t, batch_size=32, normalize_embeddings=True)

@@ -91,7 +91,7 @@ def file_list_index(corpus: Path, work: Path) -> Path:
     """A brain.toml whose database lists every corpus file (real paths and hashes) without chunks."""
     from brain.config import load_settings
     from brain.sources import content_hash, discover
-    from brain.store import Store
+    from brain.store import SqliteStore
 
     config = work / f"{corpus.name}.toml"
     db = work / f"{corpus.name}.sqlite"
@@ -102,7 +102,7 @@ def file_list_index(corpus: Path, work: Path) -> Path:
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     settings = load_settings(corpus, str(config))
-    store = Store(db)
+    store = SqliteStore(db)
     for source in discover(settings).files:
         data = source.path.read_bytes()
         store.replace_file(path=source.rel, hash=content_hash(data), size=source.size, mtime_ns=source.mtime_ns,
@@ -131,9 +131,9 @@ def bench_grep(label: str, root: Path, config: Path | None, repeat: int) -> None
 
 
 def _paths(brain) -> list[str]:
-    from brain.store import Store
+    from brain.store import SqliteStore
 
-    store = Store(brain.settings.database_path, create=False)
+    store = SqliteStore(brain.settings.database_path, create=False)
     try:
         return list(store.all_files())
     finally:
@@ -144,7 +144,7 @@ def bench_pdf_text(data: Path, work: Path) -> None:
     """Reading a long PDF's text: pypdf extraction (first read) versus the copy kept in the index."""
     from brain.config import load_settings
     from brain.sources import content_hash
-    from brain.store import Store
+    from brain.store import SqliteStore
     from brain.texts import TextReader
 
     root = work / "pdf-notes"
@@ -159,7 +159,7 @@ def bench_pdf_text(data: Path, work: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     settings = load_settings(root, str(config))
-    store = Store(db)
+    store = SqliteStore(db)
     info = target.stat()
     store.replace_file(path=pdf.name, hash=content_hash(target.read_bytes()), size=info.st_size,
                        mtime_ns=info.st_mtime_ns, metadata={}, warning=None, page_starts=[], chunks=[])

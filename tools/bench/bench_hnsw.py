@@ -64,17 +64,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "hnsw.json")
     args = parser.parse_args()
 
-    from brain import store_postgres
+    from brain.store.postgres import corpus, schema
     from brain.config import load_settings
     from brain.embeddings import Embedder
-    from brain.store_postgres import PostgresStore, schema_name
+    from brain.store.postgres import PostgresStore, schema_name
 
     if args.build_memory:
-        store_postgres.HNSW_BUILD_MEMORY = args.build_memory
+        corpus.HNSW_BUILD_MEMORY = args.build_memory
     if args.m:
-        store_postgres.HNSW_M = args.m
+        corpus.HNSW_M = args.m
     if args.ef_construction:
-        store_postgres.HNSW_EF_CONSTRUCTION = args.ef_construction
+        corpus.HNSW_EF_CONSTRUCTION = args.ef_construction
     separator = "&" if "?" in args.store else "?"
     source = schema_name(args.from_corpus)
     corpus = (f"hnsw_{args.from_corpus}_x{args.copies}" + ("_mix" if args.mix else "")) if args.copies else args.from_corpus
@@ -115,7 +115,7 @@ def main() -> None:
         out["fill_s"] = round(time.monotonic() - started, 1)
     out["vectors"] = store.embedded_count()
     if not (args.keep_index and store.hnsw_state() is True):
-        store._execute(f"DROP INDEX IF EXISTS @.{store_postgres.HNSW_INDEX}")
+        store._execute(f"DROP INDEX IF EXISTS @.{corpus.HNSW_INDEX}")
         store.conn.execute(store._sql("VACUUM ANALYZE @.chunks"))
         started = time.monotonic()
         store.maintain_indexes()
@@ -139,14 +139,14 @@ def main() -> None:
     out["exact_top200_cosine_spread"] = round(statistics.median(spread), 4)
     out["numpy_exact_p50_ms"] = round(statistics.median(exact_times), 1)
     out["index_mb"] = round(int(store.conn.execute("SELECT pg_relation_size(%s::regclass)",
-                                                   (f'"{store.schema}".{store_postgres.HNSW_INDEX}',)).fetchone()[0]) / 2**20)
+                                                   (f'"{store.schema}".{corpus.HNSW_INDEX}',)).fetchone()[0]) / 2**20)
     options = store.conn.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass",
-                                 (f'"{store.schema}".{store_postgres.HNSW_INDEX}',)).fetchone()[0]
-    out["hnsw"] = {"index": options, "build_memory": store_postgres.HNSW_BUILD_MEMORY}  # the index as built
+                                 (f'"{store.schema}".{corpus.HNSW_INDEX}',)).fetchone()[0]
+    out["hnsw"] = {"index": options, "build_memory": corpus.HNSW_BUILD_MEMORY}  # the index as built
     out["by_ef_search"] = {}
     for ef in args.ef_search or [None]:
         if ef is not None:
-            store_postgres.HNSW_EF_SEARCH_MIN = store_postgres.HNSW_EF_SEARCH_MAX = ef
+            schema.HNSW_EF_SEARCH_MIN = schema.HNSW_EF_SEARCH_MAX = ef
         at10, at200, times, lost = [], [], [], []
         for q, truth, exact_tenth in zip(queries, truths, tenth):
             t = time.perf_counter()

@@ -38,7 +38,7 @@ sys.path.insert(0, str(PROJECT / "tools" / "lib"))
 
 from brain import Brain  # noqa: E402
 from brain.search import fts_match, query_stemmers  # noqa: E402
-from brain.store import Store  # noqa: E402
+from brain.store import SqliteStore  # noqa: E402
 
 
 def git(root: Path, *args: str) -> str:
@@ -69,7 +69,7 @@ def head(root: Path) -> str:
 
 
 def until_searchable(root: Path, word: str, started: float, timeout: float = 300.0) -> float:
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     match = fts_match(word, query_stemmers(store.query_languages()))
     assert match is not None
     try:
@@ -187,7 +187,7 @@ def main() -> int:
 
 def _until_path(root: Path, rel: str, started: float, timeout: float = 300.0) -> float:
     """Seconds from `started` until the index holds a file at `rel` (a rename has no new word to search for)."""
-    store = Store(root / ".brain" / "brain.sqlite", create=False)
+    store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
     try:
         while time.perf_counter() - started < timeout:
             if store.get_file(rel) is not None:

@@ -45,12 +45,12 @@ CHUNKS_PER_FILE = 10
 
 def base_rows(base_db: Path) -> tuple[dict[str, str], list[str], np.ndarray]:
     """(meta the index was built with, chunk texts, their vectors) of the base index, read without changing it."""
-    from brain.store import Store
+    from brain.store import SqliteStore
 
     copy = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-postgres-base-{os.getpid()}.sqlite"
     with sqlite3.connect(f"file:{base_db}?mode=ro", uri=True) as src, sqlite3.connect(copy) as dst:
         src.backup(dst)
-    base = Store(copy, create=False)
+    base = SqliteStore(copy, create=False)
     try:
         meta = {k: base.get_meta(k) or "" for k in ("model", "dimension", "chunking", "fts_tokenizer", "stemmer", "keyword_fields")}
         ids, _, matrix = base.vector_matrix(int(meta["dimension"]))
@@ -112,7 +112,7 @@ def already_built(root: Path, store_url: str, size: int) -> bool:
 
 def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: bool, keep_index: bool = False) -> dict:
     """Build the HNSW index (timed; `keep_index`: the one there is kept), then recall@10/@200 and latency of it against the exact scan."""
-    from brain import store_postgres
+    from brain.store.postgres import corpus
     from brain.config import load_settings
     from brain.embeddings import Embedder
     from brain.store import open_store
@@ -123,32 +123,32 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
     embedder = Embedder(settings)
     vectors = [embedder.encode_query(q) for q in queries]
     out: dict = {"embedded": store.embedded_count()}
-    threshold = store_postgres.HNSW_THRESHOLD
-    store_postgres.HNSW_THRESHOLD = 0  # this size is measured with the index whatever the threshold says
+    threshold = corpus.HNSW_THRESHOLD
+    corpus.HNSW_THRESHOLD = 0  # this size is measured with the index whatever the threshold says
     if not (keep_index and store.hnsw_state() is True):
-        store._execute(f"DROP INDEX IF EXISTS @.{store_postgres.HNSW_INDEX}")  # a previous run's: the build is timed
+        store._execute(f"DROP INDEX IF EXISTS @.{corpus.HNSW_INDEX}")  # a previous run's: the build is timed
         started = time.monotonic()
         store.maintain_indexes()
         out["build_s"] = round(time.monotonic() - started, 1)
-    store_postgres.HNSW_THRESHOLD = threshold
+    corpus.HNSW_THRESHOLD = threshold
     store.searches_vectors()  # as a search does first: the index is then searched as wide as this size asks (ef_search)
-    out["ef_search"] = store_postgres.hnsw_ef_search(store.embedded_count())
+    out["ef_search"] = corpus.hnsw_ef_search(store.embedded_count())
     variants = [("halfvec", store.nearest_vectors)]
     if vector_index:
         ext, dim = store._vector_ops()
         started = time.monotonic()
         store.conn.execute("SET maintenance_work_mem = '1GB'")
         store.conn.execute(store._sql(f"CREATE INDEX IF NOT EXISTS bench_hnsw_vector ON @.chunks USING hnsw ((vector::{ext}.vector({dim})) {ext}.vector_ip_ops)"
-                                      f" WITH (m = {store_postgres.HNSW_M}, ef_construction = {store_postgres.HNSW_EF_CONSTRUCTION})"))
+                                      f" WITH (m = {corpus.HNSW_M}, ef_construction = {corpus.HNSW_EF_CONSTRUCTION})"))
         out["vector_build_s"] = round(time.monotonic() - started, 1)
 
         def full_precision(q: np.ndarray, limit: int) -> list[tuple[int, float]]:
-            ef = store_postgres.hnsw_ef_search(store.embedded_count())
+            ef = corpus.hnsw_ef_search(store.embedded_count())
             with store.conn.transaction():
                 store.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 return store._execute(f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks"
                                       f" ORDER BY vector::{ext}.vector({dim}) OPERATOR({ext}.<#>) %s::{ext}.vector({dim}) LIMIT %s",
-                                      (store_postgres._vector_text(q.tobytes()),) * 2 + (limit,)).fetchall()
+                                      (corpus._vector_text(q.tobytes()),) * 2 + (limit,)).fetchall()
 
         variants.append(("vector", full_precision))
     exact_ms, exact = [], []
@@ -208,7 +208,7 @@ import os, sys, time
 import numpy as np
 from pathlib import Path
 from brain.config import load_settings
-from brain.store import NewChunk, open_store
+from brain.store import FileKeywords, NewChunk, open_store
 root, seconds = Path(sys.argv[1]), float(sys.argv[2])
 store = open_store(load_settings(root))
 dim = int(store.get_meta("dimension"))
@@ -223,7 +223,7 @@ while time.monotonic() < end:
             v = rng.normal(size=dim).astype(np.float32)
             chunks.append(NewChunk(f"writer note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None, (v / np.linalg.norm(v)).tobytes()))
         store.replace_file(path=f"w/{f}.txt", hash=f"{f}-{gen}", size=1, mtime_ns=gen, metadata={}, warning=None,
-                           page_starts=[], chunks=chunks, path_text=f"w/{f}.txt")
+                           page_starts=[], chunks=chunks, keywords=FileKeywords(path=f"w/{f}.txt"))
         written += 10
 store.close()
 print(written)
@@ -305,11 +305,11 @@ def main() -> None:
     model = meta["model"].split(" (")[0]
     if model.startswith("multilingual-e5-small"):
         model = "multilingual-e5-small"
-    from brain import store_postgres
+    from brain.store.postgres import corpus
 
     results: dict = {"machine": {"cores": os.cpu_count()}, "base_model": meta["model"], "sizes": {},
-                     "hnsw": {"threshold": store_postgres.HNSW_THRESHOLD, "m": store_postgres.HNSW_M,
-                              "ef_construction": store_postgres.HNSW_EF_CONSTRUCTION, "ef_search": [store_postgres.HNSW_EF_SEARCH_MIN, store_postgres.HNSW_EF_SEARCH_MAX]}}
+                     "hnsw": {"threshold": corpus.HNSW_THRESHOLD, "m": corpus.HNSW_M,
+                              "ef_construction": corpus.HNSW_EF_CONSTRUCTION, "ef_search": [corpus.HNSW_EF_SEARCH_MIN, corpus.HNSW_EF_SEARCH_MAX]}}
     for size in args.sizes:
         entry: dict = {}
         for name, url in (("sqlite", ""), ("postgres", args.store)):

@@ -47,7 +47,7 @@ def base_index(data: Path, work: Path) -> Path:
 
 def synthesise(base_db: Path, size: int, work: Path) -> Path:
     """A notes folder of `size` chunks (files of CHUNKS_PER_FILE lines) with its index, built once."""
-    from brain.store import Store
+    from brain.store import SqliteStore
 
     root = work / f"synthetic-{size}"
     db = root / ".brain" / "brain.sqlite"
@@ -61,7 +61,7 @@ def synthesise(base_db: Path, size: int, work: Path) -> Path:
     copy.unlink(missing_ok=True)
     with sqlite3.connect(f"file:{base_db}?mode=ro", uri=True) as src, sqlite3.connect(copy) as dst:
         src.backup(dst)
-    base = Store(copy, create=False)
+    base = SqliteStore(copy, create=False)
     meta = {key: base.get_meta(key) or "" for key in ("model", "dimension", "chunking")}
     ids, _, matrix = base.vector_matrix(int(meta["dimension"]))
     rows = base.chunks_by_id(ids.tolist())
@@ -72,7 +72,7 @@ def synthesise(base_db: Path, size: int, work: Path) -> Path:
     if db.exists():
         for suffix in ("", "-wal", "-shm"):
             Path(str(db) + suffix).unlink(missing_ok=True)
-    store = Store(db)
+    store = SqliteStore(db)
     store.set_meta(meta)
     n_files = size // CHUNKS_PER_FILE
     started = time.monotonic()

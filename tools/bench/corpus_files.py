@@ -66,7 +66,7 @@ def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], 
     import numpy as np
 
     from brain.sources import content_hash
-    from brain.store import NewChunk
+    from brain.store import FileKeywords, NewChunk
 
     lines, chunks = [], []
     for line_no in range(1, chunks_per_file + 1):
@@ -89,4 +89,4 @@ def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], 
     path.write_bytes(data)
     info = path.stat()
     store.replace_file(path=rel, hash=content_hash(data), size=info.st_size, mtime_ns=info.st_mtime_ns, metadata={},
-                       warning=None, page_starts=[], chunks=chunks, path_text=rel if path_field else "")
+                       warning=None, page_starts=[], chunks=chunks, keywords=FileKeywords(path=rel if path_field else ""))

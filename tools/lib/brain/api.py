@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
 from .approvals import revoke as revoke_approvals
-from .config import SETTINGS, Settings, approve_held, load_settings, locate_root, set_value
+from .config import INDEX_FOLDER, SETTINGS, Settings, approve_held, load_settings, locate_root, prepare_index_folder, set_value
 from .embeddings import Embedder
 from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
 from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
 from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
-from .store import Store, hide_password, index_exists, index_name, open_store
+from .store import Index, hide_password, index_exists, index_name, open_store
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -232,6 +232,10 @@ class Brain:
         path = self.settings.config_path or (self.root / "brain.toml")
         return set_value(path, key, value)
 
+    def log_path(self, name: str) -> Path:
+        """Where a long-running command (`watch`, `schedule`) logs: `<notes>/.brain/<name>.log` (the folder made, kept out of git)."""
+        return prepare_index_folder(self.root / INDEX_FOLDER) / f"{name}.log"
+
     def trust(self) -> list[tuple[str, Any]]:
         """Approve, on this machine, the values of brain.toml that send notes or credentials away; returns them.
 
@@ -257,12 +261,12 @@ class Brain:
 
 
 class _open:
-    """`with _open(settings) as store`: a Store that is closed afterwards (`create=False`: the index must exist)."""
+    """`with _open(settings) as store`: an Index that is closed afterwards (`create=False`: the index must exist)."""
 
     def __init__(self, settings: Settings, *, create: bool = True) -> None:
         self.store = open_store(settings, create=create)
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Index:
         return self.store
 
     def __exit__(self, *exc: object) -> None:

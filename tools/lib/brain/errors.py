@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class BrainError(Exception):
     """A problem the user can fix: bad input, bad config, missing model, unusable database.
@@ -89,3 +91,18 @@ def without_folder(message: str, folder: object) -> str:
         if shown and shown not in ("/", "."):
             message = message.replace(shown, "<notes>")
     return " ".join(message.split("\n"))
+
+
+# Characters that would let a file name rewrite the terminal or the line it is on:
+# C0/C1 controls (newline, ESC…), lone surrogates, and the bidirectional controls
+# that reorder what is shown ("evil\u202egnp.md" would read as "evilpng.md").
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str) -> str:
+    """`text` (a file name, an error line) safe to print: control and bidi characters become escapes like \\n, \\u202e.
+
+    Text views only; JSON keeps names exact.
+    """
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)

@@ -58,6 +58,8 @@ class StatusReport:
     root_reason: str = ""  # why this folder is the root (config.locate_root)
     # brain.toml's values that would send notes or credentials away, waiting for `brain trust`.
     unapproved: list[dict[str, Any]] = field(default_factory=list)
+    # Chunks written before their vector (keywords first): searchable by their words only until made.
+    pending_vectors: int = 0
     seconds: float = 0.0
 
     @property
@@ -69,6 +71,7 @@ class StatusReport:
         """
         return self.database_exists and not (
             self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch or self.unlisted
+            or self.pending_vectors
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +110,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             wanted = model_identity(embedder, settings)
             report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in KEYWORD_KEYS])
             report.keyword_mismatch = identity_mismatch(store, wanted, KEYWORD_KEYS)
+            report.pending_vectors = store.pending_count()
         finally:
             store.close()
     report.files_indexed = len(rows)

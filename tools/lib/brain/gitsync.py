@@ -1,6 +1,6 @@
 """What git commits changed, catching the index up with them, and the hooks that do it.
 
-The index remembers the last commit whose changes it holds (`Store.indexed_commit`).
+The index remembers the last commit whose changes it holds (`Index.indexed_commit`).
 A sync diffs that commit's tree against HEAD's tree with `git diff-tree -z -M -C`
 and re-indexes just those notes, so a burst of commits, a pull, a rebase or an
 amend all leave nothing behind, however many hook runs were skipped or merged.
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 from . import sources
-from .config import Settings
+from .config import INDEX_FOLDER, Settings, prepare_index_folder
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport, identity_mismatch, model_identity
@@ -326,9 +326,11 @@ def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> No
     recorded: str | None = None
     mismatch: str | None = None
     recorded_subs: dict[str, str] = {}
+    pending = 0
     if index_exists(settings):
         store = open_store(settings)
         try:
+            pending = store.pending_count()
             recorded = store.indexed_commit()
             mismatch = identity_mismatch(store, model_identity(embedder, settings))
             with contextlib.suppress(ValueError, TypeError):
@@ -378,7 +380,11 @@ def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> No
     if report.action == "scan":
         report.scan = indexer.scan()
     elif report.action == "diff":
-        report.scan = indexer.reindex_paths(paths)
+        report.scan = indexer.reindex_paths(paths)  # it makes the vectors a stopped run left waiting too
+    elif pending:
+        # Nothing changed, but an index stopped (Ctrl-C, a kill) left chunks waiting for their vectors.
+        report.scan = indexer.resume_vectors()
+        report.reason += f"; made the {pending:,} vectors a stopped run left waiting"
     store = open_store(settings)
     try:
         if head is not None:
@@ -544,11 +550,7 @@ def install_hooks(settings: Settings, *, mode: str = "background", names: Sequen
     for work_tree, folder in targets:
         actions.extend(_install_into(folder, render_hook(settings, work_tree, mode), names))
     # The hook acts only where `.brain/` exists, so a shared core.hooksPath leaves other repos alone.
-    brain_dir = settings.root / ".brain"
-    brain_dir.mkdir(exist_ok=True)
-    ignore = brain_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
+    prepare_index_folder(settings.root / INDEX_FOLDER)
     return actions
 
 

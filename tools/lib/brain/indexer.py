@@ -8,11 +8,8 @@ ScanReport, the one object every front door renders.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
-import sqlite3
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,14 +18,29 @@ from typing import Any
 
 from . import sources
 from .chunking import Chunk, chunk_text, chunking_identity
-from .config import Settings
+from .config import Settings, prepare_index_folder
 from .embeddings import Embedder, text_hash
 from .errors import BrainError, Interrupted
-from .store import KEYWORD_FIELDS, NewChunk, Store, index_exists, open_store, server_writer_lock, store_location, writer_lock
+from .progress import IndexProgress
+from .stemming import AUTO as AUTO_STEMMER
+from .stemming import NONE as NO_STEMMER
+from .stemming import detect_language
+from .stemming import stemmer as stemmer_for
+from .store import (
+    KEYWORD_FIELDS,
+    FileKeywords,
+    FileRow,
+    Index,
+    NewChunk,
+    index_exists,
+    index_name,
+    open_store,
+    rebuilding,
+    server_writer_lock,
+    timestamp,
+    writer_lock,
+)
 
-# Files are embedded together in groups of about this many chunks: big enough
-# to keep the model's batches full, small enough to bound memory.
-EMBED_GROUP_CHUNKS = 256
 
 
 @dataclass
@@ -100,7 +112,7 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     }
 
 
-def identity_mismatch(store: Store, wanted: dict[str, str], keys: Sequence[str] | None = None) -> str | None:
+def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] | None = None) -> str | None:
     """A sentence saying how the index differs from the settings (in `keys` only, when given), or None."""
     for key, value in wanted.items():
         if keys is not None and key not in keys:
@@ -112,153 +124,34 @@ def identity_mismatch(store: Store, wanted: dict[str, str], keys: Sequence[str] 
     return None
 
 
-def rebuild_path(db_path: Path) -> Path:
-    """Where a full rebuild writes its new database, beside the live one."""
-    return db_path.with_name(db_path.name + ".rebuild")
-
-
-def remove_rebuild_files(db_path: Path) -> None:
-    """Delete what a rebuild left beside the index (its database, -wal, -shm); call it under the writer lock.
-
-    Nothing but a rebuild holding the writer lock ever opens these files, so
-    under the lock they are leftovers (of a failed or killed rebuild) that
-    would otherwise keep a full disk full.
-    """
-    fresh = rebuild_path(db_path)
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(str(fresh) + suffix)
-
-
-def _reason(exc: BaseException) -> str:
-    """A failure of SQLite or the OS in plain words ("the disk is full" first: it is the usual one)."""
-    text = str(getattr(exc, "strerror", None) or exc)
-    if "full" in text.lower() or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return "the disk is full"
-    return text
-
-
-def _retry(exc: BaseException) -> str:
-    """What to do after a failed rebuild: free space first when the disk was full."""
-    if _reason(exc) == "the disk is full":
-        return "free disk space (a rebuild needs about twice the index's size) and run `brain index --full` again"
-    return "run `brain index --full` again"
-
-
-def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
-    """What is true after Ctrl-C stopped a rebuild: whether the new index made it in, else that the old one stands."""
-    swapped = False
-    if db_path.exists():
-        with contextlib.suppress(Exception):  # unreadable now: it was not swapped in by this rebuild
-            live = Store(db_path, create=False, readonly=True)
-            try:
-                swapped = live.get_meta("last_rebuild") == stamp
-            finally:
-                live.close()
-    if swapped:
-        return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
-    if not had_index:
-        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
-    return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
-            "as it was and is still served; run `brain index --full` again to rebuild")
-
-
 def interrupted_before_rebuild(db_path: Path) -> str:
     """What is true after Ctrl-C stopped a rebuild before it began writing (discovery, waiting for the lock)."""
     return f"interrupted before the rebuild began; the index at {db_path} is kept as it was and is still served"
 
 
-# Before a file is read, its work is guessed from its size: a chunk per chunk_chars −
-# overlap_chars bytes of a note (the step between chunks), a page per PDF_BYTES_PER_PAGE of a
-# PDF, each page read and then about PDF_CHUNKS_PER_PAGE chunks. Rough guesses: each is
-# replaced by the real count once its file is read, so the total is exact by the end.
-PDF_BYTES_PER_PAGE = 50_000
-PDF_CHUNKS_PER_PAGE = 2
+# Chunks embedded and written together: a write every few seconds at the engine's speed, so an
+# interrupt loses at most one batch, and the engine's own batches stay full.
+VECTOR_BATCH = 32
 
 
-class _Progress:
-    """The indexing bar on a terminal (stderr). It counts work, not files: chunks embedded
-    and PDF pages read, since one long PDF can take longer than a hundred short notes.
-    Not shown (every method does nothing) when not asked for, or without tqdm."""
+def interrupted_scan(store: Index) -> str:
+    """What is true after Ctrl-C stopped a scan: every file and vector written is kept; what is left, and how to finish."""
+    try:
+        counts = store.counts()
+    except Exception:  # the index is unreadable now (a full disk): say only what always holds
+        return "interrupted; every file and vector written before the interrupt is kept; run `brain index` to finish"
+    waiting = counts.get("pending_vectors", 0)
+    if not waiting:
+        return "interrupted; every file finished before the interrupt stays indexed; run `brain index` to finish"
+    return (f"interrupted; every file read is searchable by its words, and {counts['embedded_chunks']:,} of "
+            f"{counts['embedded_chunks'] + waiting:,} chunks have their vectors; run `brain index` to make the rest")
 
-    def __init__(self, files: Sequence[sources.SourceFile], step: int, *, enabled: bool) -> None:
-        self.bar: Any = None
-        if not enabled:
-            return
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return
-        self.step = max(1, step)
-        self.guesses = {source.rel: self._guess(source) for source in files}
-        self.files, self.files_done = len(files), 0
-        # Left on screen when done, above the scan report.
-        self.bar = tqdm(total=sum(self.guesses.values()), desc="indexing", unit="chunk", file=sys.stderr, leave=True,
-                        dynamic_ncols=True)
-        self._show_files()
 
-    @property
-    def shown(self) -> bool:
-        return self.bar is not None
-
-    def _guess(self, source: sources.SourceFile) -> int:
-        if source.path.name.lower().endswith(".pdf"):
-            pages = max(1, source.size // PDF_BYTES_PER_PAGE)
-            return pages * (1 + PDF_CHUNKS_PER_PAGE)
-        return max(1, -(-source.size // self.step))  # rounded up: a short note is still one chunk
-
-    def _show_files(self) -> None:
-        self.bar.set_postfix_str(f"{self.files_done}/{self.files} files read", refresh=False)
-
-    def loading(self, embedder: Embedder) -> None:
-        """Load the model under a label that says so (it takes seconds; torch tens), then start the clock."""
-        if self.bar is None or embedder.loaded:
-            return
-        self.bar.set_description("loading the embedding model…")
-        embedder.load(expected_texts=self.bar.total)
-        self.bar.set_description("indexing", refresh=False)
-        done = self.bar.n
-        self.bar.reset(total=self.bar.total)  # the rate and time left count from here, not from the loading
-        self.bar.update(done)
-        self._show_files()
-
-    def read(self, rel: str, chunks: int, pages: int) -> None:
-        """A file was read: its guess becomes its real work, and its pages are done."""
-        if self.bar is None:
-            return
-        self._retotal(self.guesses.pop(rel, 0), chunks + pages)
-        self.files_done += 1
-        self._show_files()
-        if pages:
-            self.bar.update(pages)
-        else:
-            self.bar.refresh()
-
-    def skip(self, rel: str) -> None:
-        """A file needs no embedding after all (same content, moved, failed): its guess leaves the total."""
-        if self.bar is None or rel not in self.guesses:
-            return
-        self._retotal(self.guesses.pop(rel), 0)
-        self.files_done += 1
-        self._show_files()
-        self.bar.refresh()
-
-    def _retotal(self, guess: int, real: int) -> None:
-        self.bar.total = max(self.bar.n, self.bar.total - guess + real)
-
-    def update(self, done: int) -> None:
-        """`done` more chunks are embedded (or needed no embedding)."""
-        if self.bar is not None and done:
-            self.bar.update(done)
-
-    def close(self, finished: bool) -> None:
-        """Leave the bar on screen: complete when `finished`, else where it stopped."""
-        if self.bar is None:
-            return
-        if finished:
-            self.bar.total = self.bar.n  # every guess was replaced or dropped by now: what was done is the whole
-        self.bar.set_description("indexed" if finished else "stopped", refresh=False)
-        self.bar.close()
+def file_language(index_stemmer: str, chunks: Sequence[Chunk]) -> str:
+    """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
+    if index_stemmer != AUTO_STEMMER:
+        return index_stemmer
+    return detect_language("\n".join(c.text for c in chunks[:8]))
 
 
 def _never_indexed(raw: str) -> BrainError:
@@ -291,6 +184,7 @@ class Indexer:
         the same unit as the write (git's HEAD before a scan, the last indexed
         commit before a sync) wraps both in this instead of taking the lock itself.
         """
+        prepare_index_folder(self.settings.database_path.parent)  # `.brain/` ignores itself in git before anything is in it
         with writer_lock(self.settings.database_path, also=functools.partial(server_writer_lock, self.settings)):
             yield
 
@@ -298,16 +192,30 @@ class Indexer:
         """Index every file under the roots; remove what is gone or now ignored; detect moves."""
         started = time.monotonic()
         discovery = sources.discover(self.settings)  # a bad ignore pattern stops here, nothing written
-        db_path = self.settings.database_path
         with self.writing():
-            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
+                store.remove_rebuild_leftovers()  # a killed rebuild's: under the lock nobody else can be using them
                 wanted = model_identity(self.embedder, self.settings)
                 if identity_mismatch(store, wanted) is not None:
                     store.close()
                     return self._rebuild_locked(discovery, started)
                 report = self._scan_into(store, discovery, wanted)
+            finally:
+                store.close()
+        report.seconds = time.monotonic() - started
+        return report
+
+    def resume_vectors(self) -> ScanReport:
+        """Make the vectors a stopped index left waiting, reading no file (every chunk is written already)."""
+        started = time.monotonic()
+        report = ScanReport(model=self.embedder.identity, database=index_name(self.settings))
+        with self.writing():
+            store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
+            try:
+                with self._keywords_then_vectors(store, [], {}, report, {}):
+                    pass
+                self._count_cache_use(store, report)
             finally:
                 store.close()
         report.seconds = time.monotonic() - started
@@ -357,13 +265,12 @@ class Indexer:
                 given[found.rel] = str(raw)
             else:
                 picked.append(found)
-        db_path = self.settings.database_path
         if refuse_unknown and gone and not index_exists(self.settings):
-            raise _never_indexed(given[gone[0]])  # before the lock and Store() would create the index folder
+            raise _never_indexed(given[gone[0]])  # before the lock and the store would create the index folder
         with self.writing():
-            remove_rebuild_files(db_path)  # a killed rebuild's leftovers: nobody else can be using them now
             store = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
             try:
+                store.remove_rebuild_leftovers()  # a killed rebuild's: under the lock nobody else can be using them
                 existing = store.all_files()
                 unknown = [p for p in gone if p not in existing] if refuse_unknown else []
                 if unknown:
@@ -375,17 +282,17 @@ class Indexer:
                 store.set_meta(wanted)
                 # Gone files are offered to the new ones as move sources first; the rest leave.
                 gone_rows = {p: existing[p] for p in gone if p in existing}
-                self._index_files(store, picked, existing, report, gone_rows)
-                leaving = sorted(set(gone_rows) | {p for p in refused if p in existing})
-                store.remove_files(leaving)
-                report.removed.extend(leaving)
+                with self._keywords_then_vectors(store, picked, existing, report, gone_rows):
+                    leaving = sorted(set(gone_rows) | {p for p in refused if p in existing})
+                    store.remove_files(leaving)
+                    report.removed.extend(leaving)
                 store.record_languages()
                 store.maintain_indexes()  # PostgreSQL: its HNSW index, once the corpus has grown past the threshold
                 self._count_cache_use(store, report)
             finally:
                 store.close()
         report.model = self.embedder.identity
-        report.database = str(db_path)
+        report.database = index_name(self.settings)
         report.seconds = time.monotonic() - started
         return report
 
@@ -406,125 +313,16 @@ class Indexer:
         return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
-        if store_location(self.settings):
-            return self._rebuild_on_server(discovery, started)
-        db_path = self.settings.database_path
-        fresh_path = rebuild_path(db_path)
-        remove_rebuild_files(db_path)
-        had_index = db_path.exists()
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        try:
-            # The new file takes the live one's page size: the final copy needs equal sizes.
-            page_size = self._live_page_size(db_path)
-            fresh = Store(fresh_path, tokenizer=self.tokenizer, stemmer=self.stemmer, page_size=page_size)
-            try:
-                if db_path.exists():
-                    # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
-                    fresh.import_embedding_cache(db_path)
-                report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-                fresh.set_meta({"last_rebuild": stamp})
-                fresh.checkpoint()
-            finally:
-                fresh.close()
-            self._swap_in(fresh_path, db_path)
-        except (sqlite3.Error, OSError) as exc:
-            remove_rebuild_files(db_path)
-            raise BrainError(
-                f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
-                f"partial new one removed; {_retry(exc)}"
-            ) from None
-        except KeyboardInterrupt:
-            remove_rebuild_files(db_path)  # at once: a partial rebuild is of no use to anyone
-            raise Interrupted(_interrupted_rebuild(db_path, had_index, stamp)) from None
-        except BaseException:
-            # Left behind, a partial rebuild would keep a full disk full until the next one.
-            remove_rebuild_files(db_path)
-            raise
+        """Index everything into a new index and swap it in (the store's `rebuilding`): readers see old or new, never a mix."""
+        with rebuilding(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer) as fresh:
+            report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
         report.rebuilt = True
-        report.database = str(db_path)
+        report.database = index_name(self.settings)
         report.seconds = time.monotonic() - started
         return report
 
-    def _rebuild_on_server(self, discovery: sources.Discovery, started: float) -> ScanReport:
-        """The full rebuild on PostgreSQL: a new schema beside the live one, swapped in with one transaction."""
-        live = open_store(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer)
-        try:
-            with live.rebuild_lock():  # another machine's rebuild of this corpus finishes first
-                report = self._rebuild_schema_swap(live, discovery)
-        finally:
-            live.close()
-        report.rebuilt = True
-        report.database = live.path
-        report.seconds = time.monotonic() - started
-        return report
-
-    def _rebuild_schema_swap(self, live: Any, discovery: sources.Discovery) -> ScanReport:
-        from .store_postgres import PostgresStore
-
-        try:
-            fresh_schema = live.rebuild_schema()
-            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the rebuild lock is ours
-            fresh = PostgresStore(live.location, live.corpus, tokenizer=self.tokenizer, stemmer=self.stemmer,
-                                  schema=fresh_schema)
-            try:
-                # Vectors already computed are reused: a rebuild re-embeds nothing it knows.
-                fresh.import_embedding_cache(live.schema)
-                report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
-                fresh.set_meta({"last_rebuild": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-            finally:
-                fresh.close()
-            live.swap_in(fresh_schema)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                live.drop_schema(live.rebuild_schema())  # the old index stays as it was
-            raise
-        return report
-
-    @staticmethod
-    def _live_page_size(db_path: Path) -> int | None:
-        if not db_path.exists():
-            return None
-        live = Store(db_path, create=False, readonly=True)  # a foreign or damaged file stops the rebuild here
-        try:
-            return live.page_size()
-        finally:
-            live.close()
-
-    @staticmethod
-    def _swap_in(fresh_path: Path, db_path: Path) -> None:
-        """Make the fresh database the live one, atomically for every reader.
-
-        The pages are copied into the live file in one write transaction (SQLite's
-        backup API): a reader sees the old index or the new one, never a mix, and a
-        process that keeps the file open (a server) sees the new index on its next
-        query. When the copy fails (a full disk) the old index stays as it was and
-        the rebuild fails saying so: renaming the new file over the old one instead
-        would leave a server reading the deleted old file, and pair the new file
-        with the old one's -wal/-shm. Only a missing index is made by renaming.
-        """
-        if db_path.exists():
-            live = Store(db_path)  # a foreign or damaged file stops the rebuild here, untouched
-            try:
-                live.copy_from(fresh_path)
-            except sqlite3.Error as exc:
-                raise BrainError(
-                    f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
-                    f"as it was and the new one removed; {_retry(exc)}"
-                ) from None
-            finally:
-                live.close()
-            remove_rebuild_files(db_path)
-            return
-        # No live index: a -wal or -shm left beside its path (the index deleted by hand) would be
-        # read as part of the new file. Only the rebuild, under the writer lock, creates it now.
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(str(db_path) + suffix)
-        os.replace(fresh_path, db_path)
-        remove_rebuild_files(db_path)
-
-    def _scan_into(self, store: Store, discovery: sources.Discovery, wanted: dict[str, str]) -> ScanReport:
-        report = ScanReport(model=self.embedder.identity, database=str(store.path))
+    def _scan_into(self, store: Index, discovery: sources.Discovery, wanted: dict[str, str]) -> ScanReport:
+        report = ScanReport(model=self.embedder.identity, database=index_name(self.settings))
         store.set_meta(wanted)
         existing = store.all_files()
         on_disk = {f.rel for f in discovery.files}
@@ -537,95 +335,109 @@ class Indexer:
                 gone[path] = row
             else:  # not seen is not gone: an unreadable folder keeps its notes, reported failed
                 report.failed.append({"path": path, "reason": hidden})
-        self._index_files(store, discovery.files, existing, report, gone)
-        store.remove_files(sorted(gone))
-        report.removed.extend(sorted(gone))
+        with self._keywords_then_vectors(store, discovery.files, existing, report, gone):
+            store.remove_files(sorted(gone))
+            report.removed.extend(sorted(gone))
         store.record_languages()
         store.maintain_indexes()  # PostgreSQL: a rebuild's schema gets its HNSW index before it is swapped in
         for rel, reason in discovery.refused:  # said on every scan, so a link pulled from upstream is noticed
             report.warnings.append({"path": rel, "reason": f"not indexed: {reason}"})
         store.prune_extracted_text()
-        store.set_meta({"last_scan": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        store.set_meta({"last_scan": timestamp()})
         self._count_cache_use(store, report)
         return report
 
-    def _count_cache_use(self, store: Store, report: ScanReport) -> None:
+    def _count_cache_use(self, store: Index, report: ScanReport) -> None:
         """Add this run's cache hits and misses to the index's totals (shown by `brain stats`)."""
         hits = int(store.get_meta("cache_hits") or 0) + report.cache_hits
         misses = int(store.get_meta("cache_misses") or 0) + report.chunks_embedded
         store.set_meta({"cache_hits": str(hits), "cache_misses": str(misses), "precision": self.embedder.precision})
 
-    def _index_files(
+    @contextlib.contextmanager
+    def _keywords_then_vectors(
         self,
-        store: Store,
+        store: Index,
         files: Sequence[sources.SourceFile],
         existing: dict[str, Any],
         report: ScanReport,
         gone: dict[str, Any],
-    ) -> None:
-        """Index `files` into `store`; `gone`: indexed files no longer on disk (move sources; the caller removes them)."""
+    ) -> Iterator[None]:
+        """Index `files` into `store`, keywords first (each file in its own transaction); then the block; then every vector.
+
+        `gone`: indexed files no longer on disk (move sources; the block removes
+        them, before any of their chunks is embedded). A file is searchable by its
+        words from the moment its transaction commits, by meaning once its vectors
+        are made (`fill_vectors`, which also makes those a killed run left pending).
+        Ctrl-C keeps every file and vector written, and says so.
+        """
         gone_by_hash: dict[str, str] = {}
         for path, row in gone.items():
             gone_by_hash.setdefault(row.hash, path)
         unchanged = {s.rel for s in files if (row := existing.get(s.rel)) is not None
                      and row.size == s.size and row.mtime_ns == s.mtime_ns}
-        progress = self._progress([s for s in files if s.rel not in unchanged])
-        group: list[_Pending] = []
-        group_chunks = 0
+        to_read = [s for s in files if s.rel not in unchanged]
+        report.unchanged += len(unchanged)
+        progress = IndexProgress(enabled=self.show_progress and bool(to_read or store.pending_count()))
         finished = False
         try:
-            for source in files:
-                if source.rel in unchanged:
-                    report.unchanged += 1
-                    continue
-                row = existing.get(source.rel)
-                try:
-                    data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
-                except sources.ExtractionError as exc:
-                    report.failed.append({"path": source.rel, "reason": str(exc)})
-                    progress.skip(source.rel)
-                    continue
-                except FileNotFoundError:
-                    # Deleted between the walk and the read (a commit meanwhile): the note is gone,
-                    # which is a removal, not a failure; a rebuild's new index simply lacks it.
-                    if row is not None:
-                        gone[source.rel] = row  # removed with the others by the caller
-                    progress.skip(source.rel)
-                    continue
-                digest = sources.content_hash(data)
-                if row is not None and row.hash == digest:
-                    store.touch_file(source.rel, source.size, source.mtime_ns)
-                    report.unchanged += 1
-                    progress.skip(source.rel)
-                    continue
-                if row is None and digest in gone_by_hash:
-                    old = gone_by_hash.pop(digest)
-                    store.move_file(old, source.rel, source.size, source.mtime_ns, title=self._moved_title(source, data),
-                                    path_text=sources.readable_path(source.rel))
-                    gone.pop(old, None)
-                    report.moved.append({"from": old, "to": source.rel})
-                    progress.skip(source.rel)
-                    continue
-                progress.loading(self.embedder)  # before the first file is chunked: chunking needs the tokenizer
-                pending = self._prepare(source, digest, data, report)
-                if pending is None:
-                    progress.skip(source.rel)
-                    continue
-                progress.read(source.rel, len(pending.chunks), len(pending.extracted.page_starts))
-                group.append(pending)
-                group_chunks += len(pending.chunks)
-                if group_chunks >= EMBED_GROUP_CHUNKS:
-                    self._write_group(store, group, existing, report, progress)
-                    group, group_chunks = [], 0
-            self._write_group(store, group, existing, report, progress)
+            if to_read:
+                progress.say(f"reading {len(to_read):,} file{'s' if len(to_read) != 1 else ''}: each is searchable by "
+                             "its words as soon as it is read, by meaning once its vectors are made")
+                progress.start_reading(len(to_read))
+                progress.loading("the tokenizer")
+                self.embedder.count_tokens(["."])  # chunking needs the model's own tokenizer: loaded once, now
+            for source in to_read:
+                progress.reading(source.rel)
+                self._index_one(store, source, existing, report, gone, gone_by_hash, progress)
+                progress.read()
+            yield
+            self.fill_vectors(store, report, progress)
             finished = True
+        except KeyboardInterrupt:
+            raise Interrupted(interrupted_scan(store)) from None
         finally:
             progress.close(finished)
 
-    def _progress(self, to_read: Sequence[sources.SourceFile]) -> _Progress:
-        """The progress bar for reading and embedding these files: shown when asked for and there is work."""
-        step = int(self.settings["chunking.chunk_chars"]) - int(self.settings["chunking.overlap_chars"])
-        return _Progress(to_read, step, enabled=self.show_progress and bool(to_read))
+    def _index_one(
+        self, store: Index, source: sources.SourceFile, existing: dict[str, Any], report: ScanReport,
+        gone: dict[str, Any], gone_by_hash: dict[str, str], progress: IndexProgress,
+    ) -> None:
+        """Read one file and bring its row up to date: unchanged, moved, rewritten with its keywords, or failed alone."""
+        row = existing.get(source.rel)
+        try:
+            data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
+        except sources.ExtractionError as exc:
+            report.failed.append({"path": source.rel, "reason": str(exc)})
+            return
+        except FileNotFoundError:
+            # Deleted between the walk and the read (a commit meanwhile): the note is gone,
+            # which is a removal, not a failure; a rebuild's new index simply lacks it.
+            if row is not None:
+                gone[source.rel] = row  # removed with the others by the caller
+            return
+        digest = sources.content_hash(data)
+        if row is not None and row.hash == digest:
+            store.touch_file(source.rel, source.size, source.mtime_ns)
+            report.unchanged += 1
+            return
+        if row is None and digest in gone_by_hash:
+            old = gone_by_hash.pop(digest)
+            self._move(store, gone[old], source, data)
+            gone.pop(old, None)
+            report.moved.append({"from": old, "to": source.rel})
+            return
+        pending = self._prepare(source, digest, data, report)
+        if pending is not None:
+            self._write_file(store, pending, source.rel in existing, report)
+
+    def _move(self, store: Index, old: FileRow, source: sources.SourceFile, data: bytes) -> None:
+        """Rename a file's row: chunks and vectors kept, its title and path fields stemmed in the file's language."""
+        title = self._moved_title(source, data)
+        title = old.title if title is None else title
+        language = old.language or store.stemmer()  # a file indexed before schema 4 has none recorded
+        stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
+        keywords = FileKeywords(title=stem(title), path=stem(sources.readable_path(source.rel)))
+        store.move_file(old.path, source.rel, source.size, source.mtime_ns, title=title, keywords=keywords)
 
     @staticmethod
     def _moved_title(source: sources.SourceFile, data: bytes) -> str | None:
@@ -662,43 +474,102 @@ class Indexer:
             card=sources.note_card(extracted.metadata) if titled else "",
         )
 
-    def _write_group(
-        self, store: Store, group: list[_Pending], existing: dict[str, Any], report: ScanReport, progress: _Progress
-    ) -> None:
-        if not group:
+    def _write_file(self, store: Index, pending: _Pending, known: bool, report: ScanReport) -> None:
+        """Write one file's chunks and keywords in one transaction; a vector the cache lacks waits in pending_vectors."""
+        language = file_language(store.stemmer(), pending.chunks)
+        stem = stemmer_for(language)
+        hashes = {c.embed_text: text_hash(c.embed_text) for c in pending.chunks if c.embed_text}
+        cached = store.cached_vectors(self.embedder.identity, list(set(hashes.values()))) if hashes else {}
+        new_chunks: list[NewChunk] = []
+        for chunk in pending.chunks:
+            embed_hash = hashes.get(chunk.embed_text) if chunk.embed_text else None  # chunks of only code: none
+            vector = cached.get(embed_hash) if embed_hash else None
+            if vector is not None:
+                report.cache_hits += 1
+            pages = sources.pages_for_lines(pending.extracted.page_starts, chunk.start_line, chunk.end_line)
+            new_chunks.append(NewChunk(
+                chunk.text, chunk.heading_path, chunk.start_line, chunk.end_line, pages, embed_hash, vector,
+                keyword_heading=stem(chunk.heading_path), keyword_text=stem(chunk.text),
+                pending_text=chunk.embed_text if embed_hash and vector is None else None))
+        meta_text = sources.metadata_text(pending.extracted.metadata)
+        store.replace_file(
+            path=pending.source.rel,
+            hash=pending.hash,
+            size=pending.source.size,
+            mtime_ns=pending.source.mtime_ns,
+            metadata=pending.extracted.metadata,
+            warning="; ".join(pending.extracted.warnings) or None,
+            page_starts=pending.extracted.page_starts,
+            chunks=new_chunks,
+            title=pending.extracted.title,
+            meta_text=meta_text,
+            language=language,
+            keywords=FileKeywords(stem(pending.extracted.title), stem(meta_text), stem(sources.readable_path(pending.source.rel))),
+        )
+        if pending.source.path.name.lower().endswith(".pdf"):
+            # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
+            store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
+        report.chunks_written += len(new_chunks)
+        (report.updated if known else report.added).append(pending.source.rel)
+
+    def fill_vectors(self, store: Index, report: ScanReport, progress: IndexProgress | None = None) -> None:
+        """Make every vector the index waits for, a batch at a time, each batch written as soon as it is made.
+
+        Texts the cache holds (the same text in another file, a rebuild) are not
+        embedded again; identical texts in one batch are embedded once. The model
+        runs beside this thread, so Ctrl-C stops the work at once: every batch
+        written before stays, and the next index, sync, watch or rebuild goes on
+        from there.
+        """
+        waiting = store.pending_count()
+        if not waiting:
             return
-        texts = [c.embed_text for p in group for c in p.chunks if c.embed_text]
-        progress.update(sum(len(p.chunks) for p in group) - len(texts))  # chunks of only code: nothing to embed
-        vectors, hits = self.embedder.encode_cached(texts, store, progress.update if progress.shown else None)
-        report.cache_hits += hits
-        report.chunks_embedded += len(texts) - hits
-        position = 0
-        for pending in group:
-            new_chunks: list[NewChunk] = []
-            for chunk in pending.chunks:
-                vector = None
-                embed_hash = None
-                if chunk.embed_text:
-                    vector = vectors[position].tobytes()
-                    embed_hash = text_hash(chunk.embed_text)
-                    position += 1
-                pages = sources.pages_for_lines(pending.extracted.page_starts, chunk.start_line, chunk.end_line)
-                new_chunks.append(NewChunk(chunk.text, chunk.heading_path, chunk.start_line, chunk.end_line, pages, embed_hash, vector))
-            store.replace_file(
-                path=pending.source.rel,
-                hash=pending.hash,
-                size=pending.source.size,
-                mtime_ns=pending.source.mtime_ns,
-                metadata=pending.extracted.metadata,
-                warning="; ".join(pending.extracted.warnings) or None,
-                page_starts=pending.extracted.page_starts,
-                chunks=new_chunks,
-                title=pending.extracted.title,
-                meta_text=sources.metadata_text(pending.extracted.metadata),
-                path_text=sources.readable_path(pending.source.rel),
-            )
-            if pending.source.path.name.lower().endswith(".pdf"):
-                # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
-                store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
-            report.chunks_written += len(new_chunks)
-            (report.updated if pending.source.rel in existing else report.added).append(pending.source.rel)
+        progress = progress or IndexProgress(enabled=False)
+        if not self.embedder.loaded:
+            progress.loading("the embedding model")
+            self.embedder.load(expected_texts=waiting)
+        progress.start_embedding(waiting)
+        identity = self.embedder.identity
+        while True:
+            batch = store.pending_vectors(VECTOR_BATCH)
+            if not batch:
+                return
+            cached = store.cached_vectors(identity, list({item.embed_hash for item in batch}))
+            missing: dict[str, str] = {}
+            for item in batch:
+                if item.embed_hash not in cached:
+                    missing.setdefault(item.embed_hash, item.text)
+            if missing:
+                vectors = self._encode_interruptibly(list(missing.values()))
+                made = [(h, vectors[j].tobytes()) for j, h in enumerate(missing)]
+                store.cache_vectors(identity, made)
+                cached.update(made)
+            report.chunks_embedded += len(missing)
+            report.cache_hits += len(batch) - len(missing)
+            store.set_vectors([(item.chunk_id, item.embed_hash, cached[item.embed_hash]) for item in batch])
+            progress.embedded(len(batch))
+
+    def _encode_interruptibly(self, texts: list[str]) -> Any:
+        """The model's vectors for `texts`, computed on a thread of its own so that Ctrl-C here acts at once.
+
+        A batch takes seconds inside the engine's C code, where Python cannot
+        take a signal: waiting for it in short steps lets KeyboardInterrupt land
+        within a tenth of a second (the batch in flight is dropped, not written).
+        """
+        import threading
+
+        result: dict[str, Any] = {}
+
+        def encode() -> None:
+            try:
+                result["vectors"] = self.embedder.encode_documents(texts)
+            except BaseException as exc:  # handed to the waiting thread
+                result["error"] = exc
+
+        worker = threading.Thread(target=encode, name="brain-embed", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+        if "error" in result:
+            raise result["error"]
+        return result["vectors"]

@@ -261,15 +261,21 @@ def python_type(param: Param) -> Any:
     return base if param.required or param.default is not None else base | None
 
 
-def pydantic_field(param: Param) -> tuple[Any, Any]:
-    """(annotation, default Field) of `param` for a pydantic model: what MCP and HTTP validate with."""
+def pydantic_field(param: Param, *, from_query: bool = False) -> tuple[Any, Any]:
+    """(annotation, default Field) of `param` for a pydantic model: what MCP and HTTP validate with.
+
+    A JSON value must have its own type: `true` or `"5"` for a number, `1` or
+    `"yes"` for a boolean are mistakes, refused with the field's name. A query
+    string (`GET /status?verify=true`) has only text, which is read as its type.
+    """
     from typing import Annotated
 
-    from pydantic import Field, StrictBool
+    from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
     kind = python_type(param)
-    if param.kind == "bool":
-        kind = StrictBool  # JSON booleans only: "yes" or 1 is a mistake, refused with the field's name
+    strict = {"bool": StrictBool, "int": StrictInt, "float": StrictFloat}.get(param.kind)
+    if strict is not None and not from_query:
+        kind = strict if param.required or param.default is not None else strict | None
     constraints: dict[str, Any] = {"description": param.help}
     if param.kind in ("int", "float"):
         if param.minimum is not None:
@@ -292,7 +298,7 @@ def request_model(op: Operation) -> Any:
     class Strict(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-    fields = {param.name: pydantic_field(param) for param in op.params}
+    fields = {param.name: pydantic_field(param, from_query=op.http[0] == "GET") for param in op.params}
     return create_model(f"{op.name.capitalize()}Request", __base__=Strict, __doc__=op.summary, **fields)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import shown
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import WEAK_COSINE, SearchResponse
@@ -15,21 +15,6 @@ from .texts import page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
-
-
-# Characters that would let a file name rewrite the terminal or the line it is on:
-# C0/C1 controls (newline, ESC…), lone surrogates, and the bidirectional controls
-# that reorder what is shown ("evil\u202egnp.md" would read as "evilpng.md").
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def shown(text: str) -> str:
-    """`text` (a file name, an error line) safe to print: control and bidi characters become escapes like \\n, \\u202e.
-
-    Text views only; JSON keeps names exact.
-    """
-    return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)
 
 
 def as_json(data: Any) -> str:
@@ -110,6 +95,11 @@ def search(response: SearchResponse, fmt: str) -> str:
     if response.weak:
         note = f"no keyword matched; closest by meaning (none is close: best cosine under {WEAK_COSINE})"
         out.append(f"_{note}_" if markdown else note)
+    if response.partial:
+        total = response.embedded_chunks + response.pending_chunks
+        note = (f"vectors for {response.embedded_chunks:,} of {total:,} chunks; results from keywords alone for the rest "
+                "(`brain index` is making them)")
+        out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
@@ -126,7 +116,7 @@ def search(response: SearchResponse, fmt: str) -> str:
     for path in response.dropped:
         out.append(f"(dropped {shown(path)}: deleted since it was indexed; run `brain index`)")
     if not response.results:
-        out.append("No results.")
+        out.append("No results: the index holds no notes yet; run `brain index`" if response.empty else "No results.")
     return "\n".join(out)
 
 
@@ -203,7 +193,8 @@ def stats_text(data: dict[str, Any]) -> str:
     lines = [
         f"database   {data['database']} ({data['database_bytes'] / 1e6:.1f} MB)",
         f"files      {data['files']}",
-        f"chunks     {data['chunks']} ({data['embedded_chunks']} embedded)",
+        f"chunks     {data['chunks']} ({data['embedded_chunks']} embedded"
+        + (f", {data['pending_vectors']} waiting for their vector: `brain index` makes them)" if data.get("pending_vectors") else ")"),
         f"cache      {data['cache_entries']} vectors, hit rate {'—' if rate is None else f'{rate:.0%}'}",
         f"model      {data['model']} ({data['dimension']} dims, {data['precision']})",
         f"chunking   {data['chunking']}",
@@ -280,6 +271,8 @@ def status_text(report: Any) -> str:
             problems.append("model changed")
         if report.keyword_mismatch:
             problems.append("keyword index settings changed")
+        if report.pending_vectors:
+            problems.append(f"{report.pending_vectors:,} chunks wait for their vectors (found by their words only)")
         fix = "make the folders readable, then run `brain index`" if report.unlisted else "run `brain index` to fix"
         verdict = f"NOT CLEAN: {', '.join(problems)} ({how}); {fix}"
     lines = [
@@ -291,6 +284,8 @@ def status_text(report: Any) -> str:
         f"missing     {len(report.missing)}  (on disk, not indexed)",
         f"orphaned    {len(report.orphaned)}  (indexed, gone from disk)",
     ]
+    if report.pending_vectors:
+        lines.append(f"vectors     {report.pending_vectors:,} chunks waiting (keywords first: `brain index` makes them)")
     lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
     for item in report.unlisted:
         lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")

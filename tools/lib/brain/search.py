@@ -24,8 +24,9 @@ from . import sources, spelling
 from .excerpt import fold, relevant_excerpt
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
+from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
-from .store import FIELDS, ChunkRow, FileRow, Store, open_store
+from .store import FIELDS, ChunkRow, FileRow, Index, open_store
 from .texts import FileGone, TextReader, TextUnavailable
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
@@ -96,6 +97,21 @@ class SearchResponse:
     # No word of the query is in any note and no chunk is close in meaning (best cosine
     # under WEAK_COSINE): the results are only the closest there is.
     weak: bool = False
+    # Chunks with their vector and chunks still waiting for it (keywords first, vectors after):
+    # while any wait, the rest are found by their words alone.
+    embedded_chunks: int = 0
+    pending_chunks: int = 0
+    indexed_files: int = -1  # -1: not counted
+
+    @property
+    def partial(self) -> bool:
+        """True while some chunks wait for their vector: those are found by keywords alone."""
+        return self.pending_chunks > 0
+
+    @property
+    def empty(self) -> bool:
+        """True when the index holds no file at all (nothing indexed yet, or everything failed)."""
+        return self.indexed_files == 0
 
     def to_dict(self, explain: bool | None = None) -> dict[str, Any]:
         explain = self.explained if explain is None else explain
@@ -115,6 +131,11 @@ class SearchResponse:
         if self.weak:  # only then, like also_searched
             data["weak"] = True
             data["keyword_matched"] = False
+        if self.partial:  # only then: a whole index keeps the JSON's exact shape
+            data["partial"] = True
+            data["vectors"] = {"embedded": self.embedded_chunks, "total": self.embedded_chunks + self.pending_chunks}
+        if self.empty:
+            data["empty"] = True
         return data
 
 
@@ -174,7 +195,7 @@ def without_elisions(query: str) -> str:
 
 
 def query_stemmers(languages: Sequence[str]) -> list[Callable[[str], str]]:
-    """The stem functions of these languages (Store.query_languages: the ones a query goes through on that index)."""
+    """The stem functions of these languages (IndexProfile.languages: the ones a query goes through on that index)."""
     return [stemmer_for(language) for language in languages]
 
 
@@ -339,6 +360,8 @@ class Candidates:
     coverage: float = 1.0  # share of the query's keyword terms found anywhere in the index (hybrid and vector modes)
     # Share of the query's content words in the title or frontmatter of the best BM25 chunk (hybrid mode).
     field_share: float = 0.0
+    # Candidates whose vector is not made yet (keywords first, vectors after): neither close nor far in meaning.
+    pending: set[int] = field(default_factory=set)
 
 
 class Fused(NamedTuple):
@@ -448,9 +471,12 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
     vector_ranks = _ranks({cid: v for cid, v in cosine.items() if cid in candidates.cosine}, lambda v: True)
     keyword_ranks = _ranks(keyword, lambda v: v > 0)
     stats: dict[str, dict[str, float]] = {}
+    pending = candidates.pending
     if method == "rrf":
-        # Scaled by (k + 1) so rank 1 reads 1.0; the order is plain RRF's.
-        norm_vec = lambda cid: (RRF_K + 1) / (RRF_K + vector_ranks[cid]) if cid in vector_ranks else 0.0  # noqa: E731
+        # Scaled by (k + 1) so rank 1 reads 1.0; the order is plain RRF's. A pending vector ranks in the middle.
+        middle = (RRF_K + 1) / (RRF_K + (len(vector_ranks) + 1) / 2)
+        norm_vec = lambda cid: (RRF_K + 1) / (RRF_K + vector_ranks[cid]) if cid in vector_ranks else (  # noqa: E731
+            middle if cid in pending else 0.0)
         norm_kw = lambda cid: (RRF_K + 1) / (RRF_K + keyword_ranks[cid]) if cid in keyword_ranks else 0.0  # noqa: E731
     else:
         vec_fn, stats["vector"] = _normaliser(method, list(cosine.values()), floor_zero=False)
@@ -460,7 +486,10 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
         # about 0.7 and 0.9); it counts as the least similar candidate instead.
         least = min((vec_fn(v) for v in cosine.values()), default=0.0) if method != "linear" else 0.0
         least = min(least, 0.0) if method == "minmax" else least
-        norm_vec = lambda cid: vec_fn(cosine[cid]) if cid in cosine else least  # noqa: E731
+        # A chunk whose vector is still being made is neither: it takes the pool's mean (z = 0),
+        # so its keyword score alone decides where it stands among the rest.
+        neutral = vec_fn(sum(cosine.values()) / len(cosine)) if cosine else 0.0
+        norm_vec = lambda cid: vec_fn(cosine[cid]) if cid in cosine else (neutral if cid in pending else least)  # noqa: E731
         norm_kw = lambda cid: kw_fn(keyword[cid])  # noqa: E731
     out: dict[int, Fused] = {}
     for cid in ids:
@@ -509,20 +538,38 @@ def _explain(
     }
 
 
+@dataclass(frozen=True)
+class IndexProfile:
+    """What a query needs to know of the index it searches, read once per query: how its words were stemmed and tokenized."""
+
+    languages: tuple[str, ...]  # the stemmers a query goes through: the index's, or under `auto` each language its files are in
+    porter: bool  # the keyword tokenizer stems English with porter
+
+    @classmethod
+    def of(cls, store: Index) -> IndexProfile:
+        """The profile of this index as it is now."""
+        return cls(query_languages_for(store.stemmer(), store.languages()), store.fts_tokenizer().startswith("porter"))
+
+    @property
+    def stems(self) -> list[Callable[[str], str]]:
+        return query_stemmers(self.languages)
+
+
 class Searcher:
     """Searches one index; keeps its vectors warm across queries and reloads them when the index changes."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.embedder = embedder or Embedder(settings)
-        self._store: Store | None = None
+        self._store: Index | None = None
         self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._version: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._vocabulary: tuple[int, dict[str, spelling.Vocabulary]] = (-1, {})  # (data version, by first letter) for typos
+        self._counts: tuple[int | None, dict[str, int]] = (None, {})  # (data version, store.counts()) for the partial flag
 
     @property
-    def store(self) -> Store:
+    def store(self) -> Index:
         if self._store is None:
             self._store = open_store(self.settings, create=False)
             self._check_identity(self._store)
@@ -551,7 +598,7 @@ class Searcher:
             self._vectors = None
             self._version = None
 
-    def _check_identity(self, store: Store) -> None:
+    def _check_identity(self, store: Index) -> None:
         built = store.get_meta("model")
         if built is None:
             return
@@ -560,6 +607,20 @@ class Searcher:
                 f"the index was built with model {built!r} but the settings ask for {self.embedder.identity!r}; "
                 "run `brain index` to re-embed"
             )
+
+    def _index_counts(self, whole: bool = False) -> dict[str, int]:
+        """How many chunks wait for their vector, with every count (files, embedded chunks) while any do or when `whole`.
+
+        Read again only after a write. Counting every chunk costs a scan of a big
+        server table after each write, so a whole index counts only its pending ones.
+        """
+        version = self.store.data_version()
+        if self._counts[0] != version:
+            pending = self.store.pending_count()
+            self._counts = (version, self.store.counts() if pending else {"pending_vectors": 0})
+        if whole and "files" not in self._counts[1]:
+            self._counts = (version, self.store.counts())
+        return self._counts[1]
 
     def _vector_data(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Every vector as one matrix, kept until the index changes; None when the store searches its vectors itself."""
@@ -610,7 +671,7 @@ class Searcher:
         check_query_length(query)
         if not query_terms(query):  # exactly when fts_match finds nothing to match
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
-        path_prefix = sources.path_filter(path_prefix, "path_prefix")
+        path_prefix = sources.path_filter(path_prefix, "path_prefix", self.settings.root)
         filters = [parse_filter(w) for w in (where or [])]
         if excerpt_chars is not None and not MIN_EXCERPT_CHARS <= excerpt_chars <= MAX_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be between {MIN_EXCERPT_CHARS} and {MAX_EXCERPT_CHARS:,} characters, "
@@ -620,14 +681,15 @@ class Searcher:
         store = self.store
         # One snapshot for every read of this query: a rebuild swapped in meanwhile is seen by the next one.
         with store.reading():
-            match = self.keyword_query(query)
-            corrections = self.corrections(query) if mode != "vector" else []
+            profile = IndexProfile.of(store)
+            match = self.keyword_query(query, profile)
+            corrections = self.corrections(query, profile) if mode != "vector" else []
             also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
             allowed = self._allowed_files(path_prefix, filters)
             # The pool depends on the settings only (for any limit up to it), so asking
             # for fewer results never changes which file comes first.
             pool = max(self.settings["search.candidates"], limit)
-            candidates = self._candidates(query, match, mode, pool, allowed, also, corrections)
+            candidates = self._candidates(query, match, mode, pool, allowed, profile, also, corrections)
             weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
             fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
             # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
@@ -639,7 +701,7 @@ class Searcher:
             dropped: list[str] = []
             seen_files: set[int] = set()
             checked: dict[int, tuple[bool, str | None] | None] = {}
-            searched_forms = self._searched_forms(query, corrections)
+            searched_forms = self._searched_forms(query, corrections, profile)
             raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
             for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
                 if not chunks and row.file_id in seen_files:
@@ -680,27 +742,30 @@ class Searcher:
             hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
             if candidates.use_keyword and hits:
                 self._explain_fields(hits, searched_forms)
+            counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
             response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
                                       also_searched=[w for c in corrections for w in c.shown],
                                       corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
-                                      weak=bool(hits) and is_weak(candidates))
+                                      weak=bool(hits) and is_weak(candidates),
+                                      embedded_chunks=counts.get("embedded_chunks", 0),
+                                      pending_chunks=counts.get("pending_vectors", 0), indexed_files=counts.get("files", -1))
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars)
             response.seconds = time.monotonic() - started
             return response
 
-    def keyword_query(self, query: str) -> str:
+    def keyword_query(self, query: str, profile: IndexProfile | None = None) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
-        match = fts_match(query, query_stemmers(self.store.query_languages()))
+        match = fts_match(query, (profile or IndexProfile.of(self.store)).stems)
         if match is None:
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         return match
 
-    def corrections(self, query: str) -> list[spelling.Expansion]:
+    def corrections(self, query: str, profile: IndexProfile | None = None) -> list[spelling.Expansion]:
         """Index words to search besides the query's own, for query words the index lacks or nearly lacks (typos)."""
         store = self.store
-        languages = store.query_languages()
-        porter = store.fts_tokenizer().startswith("porter")
+        profile = profile or IndexProfile.of(store)
+        languages, porter = profile.languages, profile.porter
         words = [w for w in dict.fromkeys(query_words(query)) if w.lower() not in STOP_WORDS]
 
         def vocabulary(letter: str) -> spelling.Vocabulary:
@@ -717,14 +782,14 @@ class Searcher:
 
         return spelling.expansions(words, languages, porter, store.count_matches, vocabulary, surface)
 
-    def _searched_forms(self, query: str, corrections: list[spelling.Expansion]) -> dict[str, str]:
+    def _searched_forms(self, query: str, corrections: list[spelling.Expansion], profile: IndexProfile) -> dict[str, str]:
         """Each word searched, as the index's stored fields hold it (Snowball-stemmed) → the word as typed or shown.
 
         Compared before the tokenizer's porter: both sides went through the same
         Snowball stemmer, and running porter over every hit's text cost more than the search.
         """
         forms: dict[str, str] = {}
-        stems = query_stemmers(self.store.query_languages())
+        stems = profile.stems
         for stem in stems:
             for word in query_words(query):
                 if word.lower() not in STOP_WORDS:
@@ -768,8 +833,8 @@ class Searcher:
                     yield cid, row, files[row.file_id]
 
     def _candidates(
-        self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, also: Sequence[tuple[str, float]] = (),
-        corrections: Sequence[spelling.Expansion] = (),
+        self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, profile: IndexProfile,
+        also: Sequence[tuple[str, float]] = (), corrections: Sequence[spelling.Expansion] = (),
     ) -> Candidates:
         """The top `pool` chunks of each half, every one with both of its raw scores (`also`: typo corrections, scaled;
         `corrections`: the same, as words, for the field share)."""
@@ -802,7 +867,7 @@ class Searcher:
         if use_vector:
             # Per query word: a word is found when any of its forms (one per stemmer) is.
             # (Vector mode too: it decides whether the results are weak.)
-            words = [" OR ".join(group) for group in word_terms(query, query_stemmers(store.query_languages()))]
+            words = [" OR ".join(group) for group in word_terms(query, profile.stems)]
             found.coverage = store.terms_found(words) / len(words) if words else 0.0
         if use_keyword:
             # Vector candidates get their real BM25 score too (0 when no query word is in them).
@@ -819,12 +884,16 @@ class Searcher:
                 # Keyword-only candidates get their exact cosine too.
                 found.cosine.update(self.store.cosines(query_vector, keyword_only) if query_vector is not None
                                     else self._cosines_of(keyword_only, ids, sims))
-            self._raise_whole_titles(query, found)
+            if use_vector and self._index_counts().get("pending_vectors"):
+                found.pending = store.pending_among([cid for cid in found.ids if cid not in found.cosine])
+            self._raise_whole_titles(query, found, profile)
             if use_vector:
-                found.field_share = self._field_share(query, found, corrections)
+                found.field_share = self._field_share(query, found, corrections, profile)
         return found
 
-    def _field_share(self, query: str, found: Candidates, corrections: Sequence[spelling.Expansion]) -> float:
+    def _field_share(
+        self, query: str, found: Candidates, corrections: Sequence[spelling.Expansion], profile: IndexProfile
+    ) -> float:
         """The share of the query's content words that the best BM25 candidate holds in its FIELD_MATCH_FIELDS.
 
         A word counts in any of its stemmed forms (one per language of the index), or
@@ -835,7 +904,7 @@ class Searcher:
         if not matched:
             return 0.0
         best = min(matched, key=lambda item: (-item[0], item[1]))[1]
-        stems = query_stemmers(self.store.query_languages())
+        stems = profile.stems
         words = [w for w in dict.fromkeys(query_terms(query)) if w not in STOP_WORDS]
         if not words:
             return 0.0
@@ -848,10 +917,10 @@ class Searcher:
         present = {t for name in FIELD_MATCH_FIELDS for t in _TOKEN.findall((stored.get(name) or "").lower())}
         return sum(1 for w in words if forms[w] & present) / len(words)
 
-    def _raise_whole_titles(self, query: str, found: Candidates) -> None:
+    def _raise_whole_titles(self, query: str, found: Candidates, profile: IndexProfile) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
-        porter = self.store.fts_tokenizer().startswith("porter")
-        words = title_words(query, self.store.query_languages(), porter) if TITLE_MATCH_WEIGHT else None
+        porter = profile.porter
+        words = title_words(query, profile.languages, porter) if TITLE_MATCH_WEIGHT else None
         if words is None:
             return
         matched = [cid for cid, score in found.keyword.items() if score > 0]
@@ -912,12 +981,9 @@ class Searcher:
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
             return None
-        prefix = path_prefix or ""  # already checked and unified by sources.path_filter
-        while prefix.startswith("./"):
-            prefix = prefix[2:]
         allowed: set[int] = set()
         for row in self.store.all_files().values():
-            if not row.path.startswith(prefix):
+            if path_prefix and not sources.under_filter(row.path, path_prefix):  # checked by sources.path_filter
                 continue
             if all(f.matches(row.metadata) for f in filters):
                 allowed.add(row.id)

@@ -87,6 +87,8 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
         raise PathRefused("path contains a NUL byte", field=field)
     sources.check_path_text(text, field)
     unified = text.replace("\\", "/")
+    if unified.endswith("/"):
+        raise PathRefused(f"path {raw!r} ends with '/', which names a folder; give the note's path", field=field)
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
         raise PathRefused(f"path {raw!r} is absolute; give it relative to the notes folder", field=field)
     parts = [p for p in unified.split("/") if p not in ("", ".")]

@@ -303,12 +303,13 @@ def check_path_text(text: str, field: str = "path") -> None:
                           "give a note's path as search prints it", field=field)
 
 
-def path_filter(raw: str | None, field: str = "path") -> str | None:
-    """A search's path filter, checked: relative to the notes folder with forward slashes, or None for no filter.
+def path_filter(raw: str | None, field: str = "path", root: Path | None = None) -> str | None:
+    """A search's path filter, checked: a folder (or note) relative to the notes folder, forward slashes, or None for all.
 
     It only narrows results, but a filter outside the notes folder (absolute, a
-    drive, or climbing out with `..`) can never match, so it is refused plainly
-    rather than answered with silence. Every door gets this check from the core.
+    drive, climbing out with `..`, or, given the `root`, a folder there that is
+    a link leading out) can never match, so it is refused plainly rather than
+    answered with silence, as grep refuses it. Every door gets this check from the core.
     """
     if raw is None or not raw.strip():
         return None
@@ -316,7 +317,21 @@ def path_filter(raw: str | None, field: str = "path") -> str | None:
     unified = raw.strip().replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or ".." in unified.split("/"):
         raise PathRefused(f"path filter {raw!r} must be relative to the notes folder, without '..'", field=field)
-    return unified
+    parts = [part for part in unified.split("/") if part not in ("", ".")]
+    if not parts:
+        return None  # ".", "./" and "" all mean the whole folder
+    if root is not None:
+        candidate = Path(root).joinpath(*parts)
+        real = Path(os.path.realpath(candidate))
+        inside = Path(os.path.realpath(root))
+        if os.path.lexists(candidate) and real != inside and inside not in real.parents:
+            raise PathRefused(f"path filter {raw!r} leads outside the notes folder (a link out); it cannot match", field=field)
+    return "/".join(parts)
+
+
+def under_filter(rel: str, folder: str) -> bool:
+    """True when the indexed path `rel` is the note `folder` names or lies inside that folder (not `appunt` for `appunti/`)."""
+    return rel == folder or rel.startswith(folder + "/")
 
 
 def source_for(settings: Settings, raw: str | Path) -> SourceFile | str:

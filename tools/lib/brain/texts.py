@@ -19,7 +19,7 @@ from pathlib import Path
 from . import sources
 from .config import Settings
 from .errors import BrainError
-from .store import FileRow, Store
+from .store import FileRow, Index
 
 
 
@@ -58,7 +58,7 @@ class FileText:
 class TextReader:
     """Reads indexed files' current text and resolves the paths people give."""
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Index) -> None:
         self.settings = settings
         self.store = store
         self.max_bytes = settings.max_file_bytes

@@ -27,9 +27,8 @@ from typing import Any
 from . import sources
 from .config import Settings
 from .embeddings import Embedder
-from .errors import BrainError
+from .errors import BrainError, shown
 from .indexer import Indexer, ScanReport
-from .render import shown
 
 log = logging.getLogger("brain.watch")
 
@@ -126,6 +125,11 @@ class Watcher:
         """Watch and re-index until `stop` is set (or Ctrl-C); never ends on an error."""
         stop = stop or threading.Event()
         backoff = 1.0
+        try:
+            # Now, not at the first save: loading took ~8 s, which the first change then waited for.
+            self.embedder.load(expected_texts=1)
+        except BrainError as exc:
+            self._report_problem(f"the embedding model cannot be loaded ({exc}); saved notes are searchable by their words, their vectors wait until it loads")
         with self._lock:
             self._needs_scan = True  # catch up with what changed while nobody watched
             self._first_event = self._last_event = 0.0

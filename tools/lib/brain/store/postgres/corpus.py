@@ -1,26 +1,16 @@
-"""The index in PostgreSQL with pgvector: the same interface as store.Store, for a team's shared server.
+"""One corpus's index in a schema of a PostgreSQL server with pgvector: the `Index` of store/base.py, for a team.
 
-One schema per corpus (`brain_<name>`) holds the same tables as the SQLite
-file: `files`, `chunks` (with a pgvector `vector` column and a weighted
-`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`, `meta`;
-`postings` (each word of each chunk with its count per field class: what
-bm25() is summed from), `lexicon` (how many chunks hold each word, kept by
-triggers on postings: where a typo's near words are found) and `state` (schema
-version, and a counter every write bumps so warm readers know to reload). Everything above this module sees a Store.
-
-Keyword search uses PostgreSQL's full-text search, fed tokens made exactly as
-FTS5 makes them: brain stems each file's words in its language (the same
-Snowball stemmer and the same `search.stemmer = auto` decision as the SQLite
-store), runs each word through FTS5's own tokenizer (SQLite in memory:
-unicode61, porter when the index has it), and hands PostgreSQL a ready
-`tsvector` literal (weights A title/meta, B heading/path, D body). PostgreSQL's own parser and language configurations
-would split `FT-2026-0412` into signed numbers and stem the query a second
-time; this way a word matches the same chunks on both stores and fusion (in
-search.py) treats both alike. The ranking is FTS5's own bm25() with the field
-weights, summed here from the postings of the query's words that the server
-reads (a phrase's from the tsvectors' positions), with the table's counts; PostgreSQL's
-ts_rank has no inverse document frequency. A keyword score means the same
-number on both stores.
+One schema per corpus (connection.schema_name) holds the same tables as the
+SQLite file: `files`, `chunks` (with a pgvector `vector` column and a weighted
+`tsvector` of the keyword fields), `embedding_cache`, `extracted_text`,
+`pending_vectors`, `meta`; `postings` (each word of each chunk with its count
+per field class: what bm25() is summed from), `lexicon` (how many chunks hold
+each word, kept by triggers on postings: where a typo's near words are found)
+and `state` (schema version, and a counter every write bumps so warm readers
+know to reload). Keyword tokens are FTS5's own (tokens.py), and the ranking is
+FTS5's bm25() with the field weights, summed from the postings the server reads
+(bm25.py): a keyword score means the same number on both stores. PostgreSQL's
+ts_rank has no inverse document frequency.
 
 Every value goes to the server as a parameter; the only text spliced into SQL
 is the schema name, made of [a-z0-9_] and quoted as an identifier.
@@ -29,503 +19,57 @@ is the schema name, made of [a-z0-9_] and quoted as an identifier.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from .errors import BrainError
-from .excerpt import fold
-from .stemming import AUTO as AUTO_STEMMER
-from .stemming import NONE as NO_STEMMER
-from .stemming import stemmer as stemmer_for
-from .store import FIELD_WEIGHTS, FIELDS, FTS_TOKENIZER, FTS_TOKENIZERS, STEMMER, ChunkRow, FileRow, MetaRecords, NewChunk
-
-# The tables of SQLite schema 4 (numbered alike, so `brain status` reads the same on both);
-# vectors in pgvector, keywords in a weighted tsvector.
-SCHEMA_VERSION = 6
-SCHEMA_PREFIX = "brain_"
-REBUILD_SUFFIX = "__rebuild"
-INSTALL_HINT = "pip install 'brain-search[postgres]'"
-# PostgreSQL has four weight classes (D, C, B, A); the five fields share them by FIELD_WEIGHTS.
-FIELD_CLASSES = {"title": "A", "meta": "A", "heading": "B", "path": "B", "body": "D"}
-MAX_POSITION = 16383  # the largest position a tsvector stores; later words share it
-MAX_LEXEME_BYTES = 2046  # the longest word a tsvector (or tsquery) holds
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps as a token
-_TERM = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 term (search.fts_match makes only these, OR-joined)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS @.state (
-    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
-    schema_version INTEGER NOT NULL,
-    data_version BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS @.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS @.files (
-    id BIGSERIAL PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    hash TEXT NOT NULL,
-    size BIGINT NOT NULL,
-    mtime_ns BIGINT NOT NULL,
-    indexed_at TEXT NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    status TEXT NOT NULL DEFAULT 'ok',
-    warning TEXT,
-    page_starts TEXT,
-    title TEXT NOT NULL DEFAULT '',
-    language TEXT NOT NULL DEFAULT '',
-    meta_text TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS files_hash ON @.files(hash);
-CREATE TABLE IF NOT EXISTS @.chunks (
-    id BIGSERIAL PRIMARY KEY,
-    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    heading_path TEXT NOT NULL DEFAULT '',
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    pages TEXT,
-    embed_hash TEXT,
-    vector #VECTOR#,
-    fts_heading TEXT NOT NULL DEFAULT '',
-    fts_text TEXT NOT NULL DEFAULT '',
-    fts_title TEXT NOT NULL DEFAULT '',
-    fts_meta TEXT NOT NULL DEFAULT '',
-    fts_path TEXT NOT NULL DEFAULT '',
-    tsv TSVECTOR NOT NULL,
-    length INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS chunks_file ON @.chunks(file_id);
--- bm25()'s totals (chunks, their average length) after each write: read from this, not from the wide rows.
-CREATE INDEX IF NOT EXISTS chunks_length ON @.chunks(length);
-CREATE INDEX IF NOT EXISTS chunks_tsv ON @.chunks USING gin(tsv);
-CREATE TABLE IF NOT EXISTS @.postings (
-    lexeme TEXT COLLATE "C" NOT NULL,
-    chunk_id BIGINT NOT NULL REFERENCES @.chunks(id) ON DELETE CASCADE,
-    file_id BIGINT NOT NULL,
-    length INTEGER NOT NULL,
-    a INTEGER NOT NULL,
-    b INTEGER NOT NULL,
-    c INTEGER NOT NULL,
-    d INTEGER NOT NULL,
-    -- Covering: a word's postings are read from the index alone, not from heap pages all over the table.
-    PRIMARY KEY (lexeme, chunk_id) INCLUDE (file_id, length, a, b, c, d)
-);
-CREATE INDEX IF NOT EXISTS postings_chunk ON @.postings(chunk_id);
-CREATE TABLE IF NOT EXISTS @.embedding_cache (
-    hash TEXT NOT NULL,
-    model TEXT NOT NULL,
-    vector BYTEA NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (hash, model)
-);
-CREATE TABLE IF NOT EXISTS @.extracted_text (
-    hash TEXT PRIMARY KEY,
-    text TEXT NOT NULL,
-    page_starts TEXT,
-    created_at TEXT NOT NULL
+from ...errors import BrainError, Interrupted
+from ..base import (
+    CHUNK_COLUMNS,
+    FIELDS,
+    FILE_COLUMNS,
+    FTS_TOKENIZER,
+    FTS_TOKENIZERS,
+    UNSTEMMED,
+    ChunkRow,
+    FileKeywords,
+    FileRow,
+    MetaRecords,
+    NewChunk,
+    PendingVector,
+    chunk_row,
+    file_row,
+    timestamp,
 )
-"""
-
-# How many chunks hold each word (as FTS5's vocabulary table counts them), kept by triggers on
-# postings: a typo's near words are looked up among the words of one first letter, and counting
-# them from postings read millions of rows at 1M chunks (1-10 s, again after every write).
-# The function finds its tables through the trigger's schema, so a rebuilt schema renamed into
-# place keeps counting. Writers of different files take turns from their first change of postings
-# to their commit (a lock per transaction): every file shares common words' rows, and two
-# transactions each holding some of them while waiting for the other's would deadlock.
-_LEXICON = (
-    'CREATE TABLE IF NOT EXISTS @.lexicon (lexeme TEXT COLLATE "C" PRIMARY KEY, chunks BIGINT NOT NULL)',
-    "CREATE OR REPLACE FUNCTION @.count_lexemes() RETURNS trigger LANGUAGE plpgsql AS $body$ BEGIN"
-    " PERFORM pg_advisory_xact_lock(hashtext(TG_TABLE_SCHEMA || ':lexicon'));"
-    " EXECUTE format('INSERT INTO %I.lexicon AS l SELECT lexeme, %s count(*) FROM %s GROUP BY lexeme"
-    " ON CONFLICT (lexeme) DO UPDATE SET chunks = l.chunks + excluded.chunks', TG_TABLE_SCHEMA,"
-    " CASE WHEN TG_OP = 'INSERT' THEN '' ELSE '-' END, CASE WHEN TG_OP = 'INSERT' THEN 'added' ELSE 'removed' END);"
-    " RETURN NULL; END $body$",
-    # Dropped and made again, not CREATE OR REPLACE TRIGGER: PostgreSQL 13 has no such statement.
-    "DROP TRIGGER IF EXISTS postings_added ON @.postings",
-    "CREATE TRIGGER postings_added AFTER INSERT ON @.postings REFERENCING NEW TABLE AS added"
-    " FOR EACH STATEMENT EXECUTE FUNCTION @.count_lexemes()",
-    "DROP TRIGGER IF EXISTS postings_removed ON @.postings",
-    "CREATE TRIGGER postings_removed AFTER DELETE ON @.postings REFERENCING OLD TABLE AS removed"
-    " FOR EACH STATEMENT EXECUTE FUNCTION @.count_lexemes()",
+from .bm25 import BM25_B, BM25_K1, bm25_scores, class_weights, sum_by_chunk
+from .connection import REBUILD_SUFFIX, legacy_schema_name, pool_for, psycopg_module, schema_name, shown_location, split_location
+from .schema import (
+    DELETE_FILE_POSTINGS,
+    HNSW_BUILD_MEMORY,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_INDEX,
+    HNSW_M,
+    HNSW_THRESHOLD,
+    LEXICON,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SPARE_CONNECTION_WAIT,
+    TABLES,
+    hnsw_ef_search,
 )
-
-# Statements that take a schema from version N-1 to N (`@.` names the schema); 4 is the first.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 5: tokens from FTS5's own tokenizer. Schema 4's imitation made other tokens of some words
-    # ("cardiologi"), so its recorded tokenizer stops matching the settings' and the next
-    # `brain index` (a hook's, the nightly rebuild) rebuilds the corpus from its cached vectors.
-    5: ("UPDATE @.meta SET value = value || ' (tokens made before schema 5)' WHERE key = 'fts_tokenizer'",),
-    # 6: the words' chunk counts, counted once from the postings (a few minutes at 1M chunks).
-    6: (*_LEXICON, "DELETE FROM @.lexicon", "INSERT INTO @.lexicon SELECT lexeme, count(*) FROM @.postings GROUP BY lexeme"),
-}
+from .tokens import keyword_vector, query_phrases, tsquery_literal, tsquery_of
 
 # Meta keys each query reads several times (how to stem it, which languages): kept this long
 # per store. They change only when an index is built or rebuilt, which a query a second
 # later sees; this process's own writes clear them at once.
 _QUERY_META = frozenset({"stemmer", "fts_tokenizer", "languages", "model"})
 META_SECONDS = 1.0
-
-# Vector search. Under HNSW_THRESHOLD embedded chunks a reader keeps every vector in memory and
-# scans them exactly (as on SQLite): about 12 ms at 100k chunks on a quiet machine, every answer
-# exact. From it on, the server's HNSW index answers instead: the exact scan grows with the corpus
-# (~135 ms at 1M), each reader holds the whole matrix (154 MB at 100k) and fetches it again after
-# every write; the index answered in 17.5 ms at load 6 with recall@10 0.998 at 100k.
-# Measured with tools/bench/bench_postgres.py; docs/performance.md, "The PostgreSQL store".
-HNSW_THRESHOLD = 100_000
-# The index holds the vectors as halfvec (16-bit floats): half the index size of `vector`, the
-# same recall@10 (0.998 at 100k) and build time in the bench; candidates are then scored from the
-# float32 column, so a cosine means the same number on both paths. At 1M chunks pgvector's
-# defaults (m 16, ef_construction 64) recalled 0.92-0.97 of the exact top 10; this graph, twice
-# the links and twice the search while building, recalled 0.994 (and twice the build time).
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 128
-# Candidates looked at per query (fusion asks for 200): one per thousand chunks, between these.
-# At 100k, 400 recalled 0.998-1.0 (1,000 cost twice the time for nothing); at 1M, 400 recalled
-# 0.970 (one query 0.1) and 1,000 (pgvector's ceiling) 0.994 in 23 ms.
-HNSW_EF_SEARCH_MIN = 400
-HNSW_EF_SEARCH_MAX = 1000
-# Memory a build may use: the 1M graph (1.3 GB) fits, and a graph that fits is built several
-# times faster; a session setting of the build only, taken as needed.
-HNSW_BUILD_MEMORY = "2GB"
-HNSW_INDEX = "chunks_hnsw"
-SPARE_CONNECTION_WAIT = 0.01  # seconds a store waits for a second pooled connection before opening its own
-
-_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
-_CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
-
-
-def is_postgres_location(location: str | None) -> bool:
-    """True when a `store` setting names a PostgreSQL server (postgresql://… or postgres://…)."""
-    return bool(location) and str(location).startswith(("postgresql://", "postgres://"))
-
-
-def split_location(location: str) -> tuple[str, str | None]:
-    """(libpq connection URL, corpus name or None): `?corpus=NAME` is brain's, not libpq's, so it is taken out."""
-    parts = urlsplit(location)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    corpus = next((v for k, v in query if k == "corpus"), None)
-    kept = urlencode([(k, v) for k, v in query if k != "corpus"])
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, kept, parts.fragment)), corpus
-
-
-def shown_location(location: str) -> str:
-    """The server and database of a store URL, as messages name it (no password, no options)."""
-    parts = urlsplit(location)
-    host = parts.hostname or dict(parse_qsl(parts.query)).get("host") or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    user = f"{parts.username}@" if parts.username else ""
-    return f"postgresql://{user}{host}{port}{parts.path or '/'}"
-
-
-# A corpus name kept as it is in its schema's name: lowercase words of [a-z0-9] joined by single
-# underscores (so no name ends like a rebuild's schema), short enough for PostgreSQL's 63 bytes.
-_PLAIN_CORPUS = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
-_PLAIN_MAX = 63 - len(SCHEMA_PREFIX) - len(REBUILD_SUFFIX)
-_DIGEST_CHARS = 12  # of the name's sha-256: distinct names stay distinct schemas
-
-
-def schema_name(corpus: str) -> str:
-    """The schema that holds a corpus: distinct names always give distinct schemas.
-
-    A plain name (`notes`, `work_notes`) is kept as it is: `brain_notes`. Any
-    other name (`Notes`, `my-notes`, `my.notes`, a name in another script, a
-    long one, `x__rebuild`) keeps a readable part and adds 12 hex digits of its
-    sha-256, since folding it to [a-z0-9_] alone made different folders share
-    one schema (and the second index removed the first one's rows). The schema
-    records the exact name it holds (meta `corpus`), so a collision is refused,
-    never written.
-    """
-    if _PLAIN_CORPUS.fullmatch(corpus) and len(corpus) <= _PLAIN_MAX:
-        return SCHEMA_PREFIX + corpus
-    readable = re.sub(r"[^a-z0-9]+", "_", fold(corpus)).strip("_")[: _PLAIN_MAX - _DIGEST_CHARS - 1].strip("_")
-    digest = hashlib.sha256(corpus.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
-    return f"{SCHEMA_PREFIX}{readable or 'corpus'}_{digest}"
-
-
-def legacy_schema_name(corpus: str) -> str:
-    """The schema brain used for a corpus before schema names were made distinct (its vectors are reused)."""
-    cleaned = re.sub(r"[^a-z0-9_]+", "_", fold(corpus)).strip("_") or "notes"
-    return SCHEMA_PREFIX + cleaned[:_PLAIN_MAX]
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise BrainError(f"`store` names a PostgreSQL server but its driver is not installed; run: {INSTALL_HINT}") from None
-    return psycopg
-
-
-# One pool per server URL in a process: a server's requests and a CLI command share connections.
-_POOLS: dict[str, Any] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(conninfo: str, shown: str) -> Any:
-    with _POOLS_LOCK:
-        pool = _POOLS.get(conninfo)
-        if pool is not None:
-            return pool
-        psycopg = _psycopg()
-        try:
-            from psycopg_pool import ConnectionPool
-        except ImportError:
-            raise BrainError(f"the PostgreSQL store needs psycopg's connection pool; run: {INSTALL_HINT}") from None
-        # One direct connection first: the pool would retry for its whole timeout and then say only that.
-        reason = _first_error(conninfo, psycopg)
-        if reason is not None:
-            raise BrainError(f"cannot reach PostgreSQL at {shown} ({reason}); start the server or fix `store` in "
-                             "brain.toml or BRAIN_STORE (a password goes in PGPASSWORD or ~/.pgpass)")
-        # check: a connection the server dropped (a restart) is replaced before it is handed out.
-        # Two connections per open store (the keyword half, the vector half): 8 stores at once; a store past
-        # that opens its vector half's connection directly.
-        pool = ConnectionPool(conninfo, min_size=1, max_size=16, kwargs={"autocommit": True}, open=False,
-                              name="brain", timeout=30.0, check=ConnectionPool.check_connection)
-        try:
-            pool.open(wait=True, timeout=15.0)
-        except Exception as exc:  # PoolTimeout: the server stopped answering meanwhile
-            with contextlib.suppress(Exception):
-                pool.close()
-            raise BrainError(f"cannot reach PostgreSQL at {shown} ({exc}); start the server or fix `store` in "
-                             "brain.toml or BRAIN_STORE") from None
-        _POOLS[conninfo] = pool
-        return pool
-
-
-@contextlib.contextmanager
-def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Iterator[None]:
-    """Held by a writer of a corpus for a whole unit of work, whichever machine it runs on (a session advisory lock).
-
-    Needs no schema (a corpus's first index takes it too). Waits up to
-    `wait_seconds` for another writer, then fails saying so; dropped with the
-    connection if the process dies.
-    """
-    conninfo, named = split_location(location)
-    shown = shown_location(location)
-    key = schema_name(named or corpus) + ":write"
-    with _pool(conninfo, shown).connection() as conn:
-        deadline = time.monotonic() + wait_seconds
-        while not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
-            if time.monotonic() >= deadline:
-                raise BrainError(f"another brain process, on this machine or another, has been writing corpus "
-                                 f"{named or corpus!r} on {shown} for over {wait_seconds:.0f}s; try again later")
-            time.sleep(0.1)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(Exception):
-                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
-
-
-def hnsw_ef_search(chunks: int) -> int:
-    """How many candidates an HNSW search of a corpus this size looks at."""
-    return max(HNSW_EF_SEARCH_MIN, min(HNSW_EF_SEARCH_MAX, chunks // 1000))
-
-
-def _first_error(conninfo: str, psycopg: Any) -> str | None:
-    """Why one direct connection fails (the pool only says it timed out)."""
-    try:
-        psycopg.connect(conninfo, connect_timeout=5).close()
-    except Exception as exc:
-        return " ".join(str(exc).split())[:300]
-    return None
-
-
-# FTS5's own tokenizers, run in memory: the server's postings must hold exactly the tokens the
-# SQLite store's FTS5 index holds, and an imitation did not (Snowball's porter and Python's folding
-# differ from FTS5's on about one text in ten: "cardiologi"/"cardiolog", "ca2"/"ca²").
-_FTS5: dict[bool, tuple[sqlite3.Connection, threading.Lock]] = {}
-_FTS5_LOCK = threading.Lock()
-
-
-def _fts5(porter: bool) -> tuple[sqlite3.Connection, threading.Lock]:
-    with _FTS5_LOCK:
-        if porter not in _FTS5:
-            db = sqlite3.connect(":memory:", check_same_thread=False)
-            tokenizer = FTS_TOKENIZERS[1] if porter else FTS_TOKENIZERS[0]
-            db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{tokenizer}')")  # a constant
-            db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
-            _FTS5[porter] = (db, threading.Lock())
-        return _FTS5[porter]
-
-
-@functools.lru_cache(maxsize=200_000)
-def _word_tokens(word: str, porter: bool) -> tuple[str, ...]:
-    """The tokens FTS5 stores for one word as the text has it (nearly always one), with or without porter."""
-    db, lock = _fts5(porter)
-    with lock:
-        db.execute("INSERT INTO words(rowid, word) VALUES (1, ?)", (word,))
-        try:
-            return tuple(row[0] for row in db.execute("SELECT term FROM tokens ORDER BY offset"))
-        finally:
-            db.execute("DELETE FROM words")
-
-
-def index_tokens(text: str, porter: bool) -> list[str]:
-    """The tokens FTS5 would store for `text` (already stemmed by brain), each word through FTS5's own tokenizer.
-
-    A token past MAX_LEXEME_BYTES is left out: PostgreSQL refuses it in a tsvector
-    (one such word stopped the whole run), and nobody searches for it by keyword.
-    """
-    return [token for word in _TOKEN.findall(text) if len(word) <= MAX_LEXEME_BYTES
-            for token in _word_tokens(word, porter) if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES]
-
-
-def _quote(token: str) -> str:
-    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-_CLASS_INDEX = {"A": 0, "B": 1, "C": 2, "D": 3}
-
-
-def keyword_vector(fields: Sequence[tuple[str, str]], porter: bool) -> tuple[str, int, dict[str, list[int]]]:
-    """(a tsvector in PostgreSQL's input syntax, the number of tokens, each token's count per weight class A-D).
-
-    A position is left empty between fields, so a phrase never matches across
-    two of them, as FTS5's separate columns never do. The token count is
-    FTS5's row size, which bm25() compares with the average; the counts are
-    the chunk's postings (a tsvector keeps at most 256 positions of a word,
-    the postings every occurrence).
-    """
-    positions: dict[str, list[str]] = {}
-    counts: dict[str, list[int]] = {}
-    at = count = 0
-    for name, text in fields:
-        weight = FIELD_CLASSES[name]
-        for token in index_tokens(text, porter):
-            at = min(at + 1, MAX_POSITION)
-            count += 1
-            positions.setdefault(token, []).append(f"{at}{weight}")
-            counts.setdefault(token, [0, 0, 0, 0])[_CLASS_INDEX[weight]] += 1
-        at = min(at + 1, MAX_POSITION)
-    return " ".join(f"{_quote(t)}:{','.join(p[:256])}" for t, p in positions.items()), count, counts
-
-
-def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
-    """The tsvector of keyword_vector, alone."""
-    return keyword_vector(fields, porter)[0]
-
-
-def query_phrases(match: str, porter: bool) -> list[tuple[str, ...]]:
-    """The phrases (token tuples) of an FTS5 MATCH expression as search.py builds it: quoted words or phrases, OR-joined."""
-    phrases: list[tuple[str, ...]] = []
-    for raw in _TERM.findall(match):
-        tokens = tuple(index_tokens(raw.replace('""', '"'), porter))
-        if tokens:  # repeats kept: FTS5's bm25() counts a phrase each time the expression names it
-            phrases.append(tokens)
-    return phrases
-
-
-def tsquery_literal(match: str, porter: bool) -> str | None:
-    """The FTS5 MATCH expression search.py builds as a tsquery (phrases OR-joined); None: no token."""
-    return _tsquery_of(query_phrases(match, porter))
-
-
-def _tsquery_of(phrases: Sequence[tuple[str, ...]]) -> str | None:
-    return " | ".join(dict.fromkeys("(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases)) or None
-
-
-# A file's postings, found through its chunks: postings has no index on file_id (a key
-# that only renames read), and the table scan cost 8 s a renamed file at 1M chunks.
-DELETE_FILE_POSTINGS = "DELETE FROM @.postings WHERE chunk_id IN (SELECT id FROM @.chunks WHERE file_id = %s)"
-
-
-# FTS5's bm25() constants (fts5_aux.c), so both stores give a chunk the same keyword score.
-BM25_K1 = 1.2
-BM25_B = 0.75
-
-
-def _class_weights() -> dict[str, float]:
-    """Each weight class's FIELD_WEIGHTS (read per query, like store._bm25_weights, so a benchmark can vary them)."""
-    return {c: max((FIELD_WEIGHTS[f] for f, k in FIELD_CLASSES.items() if k == c), default=1.0) for c in "ABCD"}
-
-
-def bm25_scores(
-    phrases: Sequence[tuple[str, ...]],
-    hits: dict[int, dict[str, list[tuple[int, str]]]],
-    lengths: dict[int, int],
-    rows: int,
-    average: float,
-) -> dict[int, float]:
-    """FTS5's bm25() of each chunk in `hits` (chunk → lexeme → [(position, weight class)]), bigger is better.
-
-    Per phrase: idf = ln((N − n + 0.5) / (n + 0.5)) (at least 1e-6), n the chunks
-    holding it; its frequency in a chunk is the sum of the field weights of its
-    occurrences; score = Σ idf × f × (k1 + 1) / (f + k1 × (1 − b + b × length / average)).
-    """
-    weights = _class_weights()
-    found: list[dict[int, float]] = []
-    for phrase in phrases:
-        per_chunk: dict[int, float] = {}
-        for cid, lexemes in hits.items():
-            first = lexemes.get(phrase[0])
-            if not first:
-                continue
-            if len(phrase) == 1:
-                freq = sum(weights[w] for _, w in first)
-            else:
-                rest = [{p for p, _ in lexemes.get(t, ())} for t in phrase[1:]]
-                freq = sum(weights[w] for p, w in first if all(p + k in at for k, at in enumerate(rest, 1)))
-            if freq:
-                per_chunk[cid] = freq
-        found.append(per_chunk)
-    scores: dict[int, float] = {}
-    for per_chunk in found:
-        n = len(per_chunk)
-        idf = np.log((rows - n + 0.5) / (n + 0.5))
-        idf = float(idf) if idf > 0 else 1e-6
-        for cid, freq in per_chunk.items():
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[cid] / average) if average > 0 else BM25_K1
-            scores[cid] = scores.get(cid, 0.0) + idf * freq * (BM25_K1 + 1) / (freq + norm)
-    return scores
-
-
-def _sum_by_chunk(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(chunk ids, file ids, scores) pieces as one, each chunk once with its scores added, by chunk id."""
-    if not any(len(p[0]) for p in parts):  # nothing matched (several empty pieces too: a word and a phrase)
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-    ids = np.concatenate([p[0] for p in parts])
-    files = np.concatenate([p[1] for p in parts])
-    scores = np.concatenate([p[2] for p in parts])
-    low, high = int(ids.min()), int(ids.max())
-    if high - low > 8 * len(ids) + (1 << 20):  # ids too spread for one slot each: sort them instead
-        unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        summed = np.zeros(len(unique), dtype=np.float64)
-        np.add.at(summed, inverse, scores)
-        return unique, files[first], summed
-    # A slot per id between the smallest and the largest: a million matches add up in milliseconds.
-    summed = np.bincount(ids - low, weights=scores, minlength=high - low + 1)
-    present = np.zeros(high - low + 1, dtype=bool)
-    present[ids - low] = True
-    file_of = np.zeros(high - low + 1, dtype=np.int64)
-    file_of[ids - low] = files
-    slots = np.flatnonzero(present)
-    return slots + low, file_of[slots], summed[slots]
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def _file_row(row: Sequence[Any]) -> FileRow:
-    return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
-                   json.loads(row[9]) if row[9] else [], row[10], row[11])
-
-
-def _chunk_row(r: Sequence[Any]) -> ChunkRow:
-    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
 
 
 def _vector_text(vector: bytes | None) -> str | None:
@@ -568,11 +112,11 @@ class PostgresStore(MetaRecords):
         self.schema = schema or schema_name(self.corpus)
         self.path = f"{self.shown}#{self.schema}"  # what reports name as the database
         self.tokenizer = tokenizer or FTS_TOKENIZER
-        self._new_stemmer = stemmer or STEMMER
+        self._new_stemmer = stemmer or UNSTEMMED
         if self.tokenizer not in FTS_TOKENIZERS:
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
-        self._psycopg = _psycopg()
-        self._pool = _pool(conninfo, self.shown)
+        self._psycopg = psycopg_module()
+        self._pool = pool_for(conninfo, self.shown)
         self.conn = self._pool.getconn()
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
@@ -583,6 +127,7 @@ class PostgresStore(MetaRecords):
         self._vector_pooled = False
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
         self._snapshot: str | None = None  # the snapshot `reading` holds, for the vector half's connection
+        self._pending_table = True
         self.created = False  # True when this open made the corpus's schema
         try:
             self._prepare(create, readonly)
@@ -621,6 +166,8 @@ class PostgresStore(MetaRecords):
                              f"{SCHEMA_VERSION}); upgrade brain-search")
         if version < SCHEMA_VERSION and not readonly:
             self._migrate()
+            version = SCHEMA_VERSION
+        self._pending_table = version >= 7  # a schema-6 corpus opened read-only has none (its next writer adds it)
 
     def _check_owner(self, readonly: bool) -> None:
         """Refuse a schema that records another corpus's name; claim one made before names were recorded."""
@@ -653,7 +200,7 @@ class PostgresStore(MetaRecords):
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
             version = int(conn.execute(self._sql("SELECT schema_version FROM @.state")).fetchone()[0])
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS.get(step, ()):
+                for statement in MIGRATIONS.get(step, ()):
                     conn.execute(self._sql(statement))
             conn.execute(self._sql("UPDATE @.state SET schema_version = %s"), (SCHEMA_VERSION,))
 
@@ -686,7 +233,7 @@ class PostgresStore(MetaRecords):
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('brain: create a corpus'))")
             vector_type = self._vector_type()
             conn.execute(self._sql("CREATE SCHEMA IF NOT EXISTS @.").rstrip("."))
-            for statement in (*_SCHEMA.replace("#VECTOR#", vector_type).split(";\n"), *_LEXICON):
+            for statement in (*TABLES.replace("#VECTOR#", vector_type).split(";\n"), *LEXICON):
                 conn.execute(self._sql(statement))
             conn.execute(self._sql("INSERT INTO @.state(schema_version) VALUES (%s) ON CONFLICT (one) DO NOTHING"),
                          (SCHEMA_VERSION,))
@@ -789,7 +336,7 @@ class PostgresStore(MetaRecords):
                 conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_commit', %s)"
                                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (commit,))
             conn.execute(self._sql("INSERT INTO @.meta(key, value) VALUES ('git_synced_at', %s)"
-                                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (_now(),))
+                                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (timestamp(),))
 
     def record_languages(self) -> None:
         """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
@@ -841,17 +388,17 @@ class PostgresStore(MetaRecords):
     # ------------------------------------------------------------ files
 
     def all_files(self) -> dict[str, FileRow]:
-        return {r[1]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files")}
+        return {r[1]: file_row(r) for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files")}
 
     def get_file(self, path: str) -> FileRow | None:
-        row = self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE path = %s", (path,)).fetchone()
-        return _file_row(row) if row else None
+        row = self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE path = %s", (path,)).fetchone()
+        return file_row(row) if row else None
 
     def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
         wanted = [int(i) for i in set(ids)]
         if not wanted:
             return {}
-        return {r[0]: _file_row(r) for r in self._execute(f"SELECT {_FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
+        return {r[0]: file_row(r) for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
 
     def replace_file(
         self,
@@ -866,23 +413,25 @@ class PostgresStore(MetaRecords):
         chunks: Sequence[NewChunk],
         title: str = "",
         meta_text: str = "",
-        path_text: str = "",
+        language: str = "",
+        keywords: FileKeywords = FileKeywords(),
     ) -> None:
         """Swap in a file's new chunks in one transaction: never a mix of old and new, never two copies.
 
+        `keywords` and the chunks' keyword copies arrive stemmed in `language`
+        (the indexer's work); `meta_text` is the frontmatter as words, unstemmed.
         Two processes writing the same file at once: the upsert of its row makes
-        the second wait for the first's commit, then replace its chunks.
+        the second wait for the first's commit, then replace its chunks. A chunk
+        with `pending_text` waits in pending_vectors for its vector.
         """
-        language = self._file_language(chunks)
-        stem = stemmer_for(language)
         porter = self._porter()
-        title_s, meta_s, path_s = stem(title), stem(meta_text), stem(path_text)
-        values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
+        title_s, meta_s, path_s = keywords.title, keywords.meta, keywords.path
+        values = (hash, size, mtime_ns, timestamp(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
                   json.dumps(page_starts) if page_starts else None, title, language, meta_text)
         rows = []
         postings: list[tuple[int, dict[str, list[int]]]] = []  # (length, counts) by seq
         for seq, c in enumerate(chunks):
-            heading_s, text_s = stem(c.heading_path), stem(c.text)
+            heading_s, text_s = c.keyword_copies
             tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
                                                   ("path", path_s), ("body", text_s)), porter)
             postings.append((length, counts))
@@ -906,6 +455,10 @@ class PostgresStore(MetaRecords):
                         [(file_id, *row) for row in rows])
                 ids = dict(conn.execute(self._sql("SELECT seq, id FROM @.chunks WHERE file_id = %s"), (file_id,)).fetchall())
                 self._write_postings(conn, file_id, [(ids[seq], length, counts) for seq, (length, counts) in enumerate(postings)])
+                pending = [(ids[seq], c.pending_text) for seq, c in enumerate(chunks) if c.vector is None and c.pending_text is not None]
+                if pending:
+                    with conn.cursor() as cur:
+                        cur.executemany(self._sql("INSERT INTO @.pending_vectors(chunk_id, text) VALUES (%s, %s)"), pending)
 
     def _write_postings(self, conn: Any, file_id: int, chunks: Sequence[tuple[int, int, dict[str, list[int]]]]) -> None:
         """Each chunk's words with their counts per weight class: what bm25() reads, by word (COPY: thousands of rows per file)."""
@@ -920,28 +473,22 @@ class PostgresStore(MetaRecords):
         with self.transaction() as conn:
             conn.execute(self._sql("UPDATE @.files SET size=%s, mtime_ns=%s WHERE path=%s"), (size, mtime_ns, path))
 
-    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str | None = None, path_text: str = "") -> None:
-        """Rename a file in place: its chunks and vectors are kept; its title and folder-name fields follow the new name."""
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str, keywords: FileKeywords) -> None:
+        """Rename a file in place: its chunks and vectors are kept; its title and path fields become `keywords`'."""
         porter = self._porter()
         with self.transaction() as conn:
             conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (new,))
-            conn.execute(self._sql("UPDATE @.files SET path=%s, size=%s, mtime_ns=%s, indexed_at=%s WHERE path=%s"),
-                         (new, size, mtime_ns, _now(), old))
-            row = conn.execute(self._sql("SELECT id, title, language FROM @.files WHERE path = %s"), (new,)).fetchone()
+            row = conn.execute(self._sql("UPDATE @.files SET path=%s, size=%s, mtime_ns=%s, indexed_at=%s, title=%s"
+                                         " WHERE path=%s RETURNING id"), (new, size, mtime_ns, timestamp(), title, old)).fetchone()
             if row is None:
                 return
-            title = row[1] if title is None else title
-            language = row[2] or self.stemmer()
-            stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
-            title_s, path_s = stem(title), stem(path_text)
-            conn.execute(self._sql("UPDATE @.files SET title = %s WHERE id = %s"), (title, row[0]))
             updates = []
             postings = []
             for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
                     "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
-                tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
-                                                      ("path", path_s), ("body", text_s)), porter)
-                updates.append((title_s, path_s, tsv, length, cid))
+                tsv, length, counts = keyword_vector((("title", keywords.title), ("meta", meta_s), ("heading", heading_s),
+                                                      ("path", keywords.path), ("body", text_s)), porter)
+                updates.append((keywords.title, keywords.path, tsv, length, cid))
                 postings.append((cid, length, counts))
             if updates:
                 with conn.cursor() as cur:
@@ -966,10 +513,49 @@ class PostgresStore(MetaRecords):
     def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
         if not items:
             return
-        now = _now()
+        now = timestamp()
         with self.transaction() as conn, conn.cursor() as cur:
             cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at) VALUES (%s,%s,%s,%s)"
                                       " ON CONFLICT DO NOTHING"), [(h, model, v, now) for h, v in items])
+
+    # ------------------------------------------------------------ chunks waiting for their vector
+
+    def pending_vectors(self, limit: int) -> list[PendingVector]:
+        """Up to `limit` chunks written without their vector, in the order they were written."""
+        if not self._pending_table:
+            return []
+        return [PendingVector(int(r[0]), r[1], r[2]) for r in self._execute(
+            "SELECT p.chunk_id, c.embed_hash, p.text FROM @.pending_vectors AS p JOIN @.chunks AS c ON c.id = p.chunk_id"
+            " ORDER BY p.chunk_id LIMIT %s", (limit,))]
+
+    def set_vectors(self, items: Sequence[tuple[int, str, bytes]]) -> int:
+        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns how many took one.
+
+        A chunk rewritten meanwhile (another embed hash, or gone) is left alone.
+        """
+        if not items:
+            return 0
+        with self.transaction() as conn, conn.cursor() as cur:
+            done = 0
+            for chunk_id, embed_hash, vector in items:
+                cur.execute(self._sql("UPDATE @.chunks SET vector = %s WHERE id = %s AND embed_hash = %s"),
+                            (_vector_text(vector), chunk_id, embed_hash))
+                done += cur.rowcount
+            cur.execute(self._sql("DELETE FROM @.pending_vectors WHERE chunk_id = ANY(%s)"), ([int(i) for i, _, _ in items],))
+        return done
+
+    def pending_count(self) -> int:
+        """How many chunks wait for their vector."""
+        if not self._pending_table:
+            return 0
+        return int(self._execute("SELECT count(*) FROM @.pending_vectors").fetchone()[0])
+
+    def pending_among(self, ids: Sequence[int]) -> set[int]:
+        """Which of these chunks wait for their vector."""
+        if not self._pending_table or not ids:
+            return set()
+        return {int(r[0]) for r in self._execute("SELECT chunk_id FROM @.pending_vectors WHERE chunk_id = ANY(%s)",
+                                                 ([int(i) for i in ids],))}
 
     # ------------------------------------------------------------ extracted text (PDFs)
 
@@ -985,7 +571,7 @@ class PostgresStore(MetaRecords):
                 "INSERT INTO @.extracted_text(hash, text, page_starts, created_at) VALUES (%s,%s,%s,%s)"
                 " ON CONFLICT (hash) DO UPDATE SET text = excluded.text, page_starts = excluded.page_starts,"
                 " created_at = excluded.created_at"),
-                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()))
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, timestamp()))
 
     def prune_extracted_text(self) -> int:
         """Forget texts no indexed file has any more; returns how many went."""
@@ -1036,7 +622,7 @@ class PostgresStore(MetaRecords):
                 for cid, fid, length, lexeme, positions, weights in self._execute(
                         "SELECT c.id, c.file_id, c.length, u.lexeme, u.positions, u.weights"
                         " FROM @.chunks AS c CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)"
-                        " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (_tsquery_of(longer), lexemes)):
+                        " WHERE c.tsv @@ %s::tsquery AND u.lexeme = ANY(%s)", (tsquery_of(longer), lexemes)):
                     hits.setdefault(cid, {})[lexeme] = list(zip(positions, weights))
                     lengths[cid] = length
                     file_of[cid] = fid
@@ -1045,7 +631,7 @@ class PostgresStore(MetaRecords):
                               np.fromiter((file_of[c] for c in found), dtype=np.int64, count=len(found)),
                               factor * np.fromiter(found.values(), dtype=np.float64, count=len(found))))
         # Each part holds a chunk once (the words' are summed already): only several parts need adding up.
-        self._matches = parts[0] if len(parts) == 1 else _sum_by_chunk(parts)
+        self._matches = parts[0] if len(parts) == 1 else sum_by_chunk(parts)
 
     def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, bm25) of every chunk holding one of these words, from the postings.
@@ -1056,7 +642,7 @@ class PostgresStore(MetaRecords):
         sums are numpy's: at a million chunks a query reads up to a million
         postings, and the server's own join and sum cost 4-5 times as much.
         """
-        weights = _class_weights()
+        weights = class_weights()
         times: dict[str, int] = {}
         for word in words:
             times[word] = times.get(word, 0) + 1
@@ -1085,7 +671,7 @@ class PostgresStore(MetaRecords):
             idf = max(float(np.log((rows - n + 0.5) / (n + 0.5))), 1e-6)
             score = idf * (freq * (BM25_K1 + 1)) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
             parts.extend([(ids, np.frombuffer(files, dtype=">i8").astype(np.int64), score)] * times[lexeme])
-        return _sum_by_chunk(parts)
+        return sum_by_chunk(parts)
 
     def _totals(self) -> tuple[int, float]:
         """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
@@ -1410,11 +996,11 @@ class PostgresStore(MetaRecords):
         wanted = [int(i) for i in set(ids)]
         if not wanted:
             return {}
-        return {r[0]: _chunk_row(r) for r in self._execute(f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+        return {r[0]: chunk_row(r) for r in self._execute(f"SELECT {CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
 
     def file_chunks(self, file_id: int) -> list[ChunkRow]:
-        return [_chunk_row(r) for r in self._execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM @.chunks WHERE file_id = %s ORDER BY seq", (file_id,))]
+        return [chunk_row(r) for r in self._execute(
+            f"SELECT {CHUNK_COLUMNS} FROM @.chunks WHERE file_id = %s ORDER BY seq", (file_id,))]
 
     # ------------------------------------------------------------ stats
 
@@ -1422,7 +1008,8 @@ class PostgresStore(MetaRecords):
         row = self._execute("SELECT (SELECT count(*) FROM @.files), (SELECT count(*) FROM @.chunks),"
                             " (SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL),"
                             " (SELECT count(*) FROM @.embedding_cache)").fetchone()
-        return {"files": row[0], "chunks": row[1], "embedded_chunks": row[2], "cache_entries": row[3]}
+        return {"files": row[0], "chunks": row[1], "embedded_chunks": row[2], "cache_entries": row[3],
+                "pending_vectors": self.pending_count()}
 
     def largest_files(self, limit: int = 5) -> list[tuple[str, int]]:
         return [(r[0], int(r[1])) for r in self._execute(
@@ -1466,6 +1053,25 @@ class PostgresStore(MetaRecords):
             raise ValueError(f"{schema!r} is not a schema of {self.schema!r}")
         self.conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
+    def remove_rebuild_leftovers(self) -> list[str]:
+        """Drop the schema a killed or failed rebuild left, unless a rebuild is running now; returns what went.
+
+        Called under the writer lock by every index and sync: a killed `index --full`
+        left its schema (the whole corpus's size again) until the next full rebuild.
+        """
+        key = self.schema + ":rebuild"
+        if not self.conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+            return []  # a rebuild (here or on another machine) is filling it
+        try:
+            fresh = self.rebuild_schema()
+            if self.conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (fresh,)).fetchone() is None:
+                return []
+            self.drop_schema(fresh)
+            return [fresh]
+        finally:
+            with contextlib.suppress(Exception):
+                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
     def swap_in(self, fresh_schema: str) -> None:
         """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never a mix.
 
@@ -1478,6 +1084,42 @@ class PostgresStore(MetaRecords):
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
             self.conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
             self.conn.execute(f'ALTER SCHEMA "{fresh_schema}" RENAME TO "{self.schema}"')
+
+
+@contextlib.contextmanager
+def rebuilding(location: str, corpus: str, *, tokenizer: str, stemmer: str) -> Iterator[PostgresStore]:
+    """A new, empty schema beside the corpus's live one; when the block ends without error it is swapped in.
+
+    Another machine's rebuild of this corpus finishes first (the rebuild lock).
+    The new schema takes the live one's cached vectors; readers see the old
+    index until the swap, one transaction. On any failure the new schema is
+    dropped and the live one stays exactly as it was.
+    """
+    live = PostgresStore(location, corpus, tokenizer=tokenizer, stemmer=stemmer)
+    try:
+        with live.rebuild_lock():
+            fresh_schema = live.rebuild_schema()
+            live.drop_schema(fresh_schema)  # a killed rebuild's leftovers: the rebuild lock is ours
+            try:
+                fresh = PostgresStore(location, corpus, tokenizer=tokenizer, stemmer=stemmer, schema=fresh_schema)
+                try:
+                    fresh.import_embedding_cache(live.schema)  # a rebuild re-embeds nothing it knows
+                    yield fresh
+                    fresh.set_meta({"last_rebuild": timestamp()})
+                finally:
+                    fresh.close()
+                live.swap_in(fresh_schema)
+            except KeyboardInterrupt:
+                with contextlib.suppress(Exception):
+                    live.drop_schema(fresh_schema)
+                raise Interrupted(f"interrupted; the rebuild stopped and its new schema was dropped; the old index at "
+                                  f"{live.path} is kept as it was and is still served; run `brain index --full` again") from None
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    live.drop_schema(fresh_schema)  # the old index stays as it was
+                raise
+    finally:
+        live.close()
 
 
 def index_exists(location: str, corpus: str) -> bool:

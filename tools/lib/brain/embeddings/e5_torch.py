@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .bundled_model import _unpack_q4, passage_batches
+from .e5_file import _unpack_q4, passage_batches
 
 # Texts per forward pass, longest first so padding stays small.
 BATCH = 8  # 16 was no faster, and its activations cost more memory
@@ -42,7 +42,7 @@ class TorchE5:
         import torch
         from transformers import BertConfig, BertModel
 
-        from .bundled_model import E5File, E5Tokenizer
+        from .e5_file import E5File, E5Tokenizer
 
         model = E5File(model_path)
         self.tokenizer = E5Tokenizer(model)

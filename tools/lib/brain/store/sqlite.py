@@ -1,58 +1,56 @@
-"""Every SQL statement: schema, migrations, transactions and the writer lock.
+"""The index in one SQLite file (the default store): every SQL statement of it, its schema and migrations.
 
-One SQLite file in WAL mode. `files` holds one row per indexed file (with its
-title and the language its words were stemmed in), `chunks` its pieces with
-their vectors and stemmed copies of their keyword fields (the file's title,
-frontmatter values and folder names, the chunk's heading path and text),
-`chunks_fts` an FTS5 index of those copies kept in sync by triggers, `embedding_cache` vectors by (sha-256 of embedded text, model), and
-`meta` the model and chunking the vectors were made with.
+One file in WAL mode. `files` holds one row per indexed file (with its title and
+the language its words were stemmed in), `chunks` its pieces with their vectors
+and stemmed copies of their keyword fields (the file's title, frontmatter values
+and folder names, the chunk's heading path and text), `chunks_fts` an FTS5 index
+of those copies kept in sync by triggers, `pending_vectors` the text of chunks
+written before their vector (keywords first, vectors after), `embedding_cache`
+vectors by (sha-256 of embedded text, model), `extracted_text` PDF text by
+content hash, and `meta` the model and chunking the vectors were made with.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import BrainError
-from .stemming import AUTO as AUTO_STEMMER
-from .stemming import NONE as NO_STEMMER
-from .stemming import detect_language
-from .stemming import query_languages as query_languages_for
-from .stemming import stemmer as stemmer_for
+from ..errors import BrainError, Interrupted
+from .base import (
+    CHUNK_COLUMNS,
+    FIELD_WEIGHTS,
+    FIELDS,
+    FILE_COLUMNS,
+    FTS_TOKENIZER,
+    FTS_TOKENIZERS,
+    UNSTEMMED,
+    ChunkRow,
+    FileKeywords,
+    FileRow,
+    MetaRecords,
+    NewChunk,
+    PendingVector,
+    chunk_row,
+    file_row,
+    in_batches,
+    timestamp,
+)
 
 # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5;
-# 4: keyword fields (title, frontmatter values, folder names) and each file's title and language
-SCHEMA_VERSION = 4
+# 4: keyword fields (title, frontmatter values, folder names) and each file's title and language;
+# 5: pending_vectors (chunks written before their vector)
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # for an index created without naming one
-STEMMER = NO_STEMMER  # for an index created without naming one
-# Tokenizers an index may be built with; the query goes through the same one.
-FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")
-
-# The keyword fields, in FTS5 column order, with their BM25 weights. A word in a
-# note's title says more about the note than the same word in its body, and
-# FTS5's bm25() takes one weight per column. The weights were chosen by
-# measurement (docs/evaluation.md, decision 9): title and frontmatter values
-# ×4 put the note a title or an alias names first without letting one title
-# word outrank a body that uses every query word; headings ×2 as before
-# (they were a column of weight 1, repeated in every chunk under them); folder
-# names ×2: they are topics (`projects/nexum`) but also shared by many notes.
-FIELDS = ("title", "meta", "heading", "path", "body")
-FIELD_WEIGHTS = {"title": 4.0, "meta": 4.0, "heading": 2.0, "path": 2.0, "body": 1.0}
 FTS_COLUMNS = ("fts_title", "fts_meta", "fts_heading", "fts_path", "fts_text")
-# Recorded in meta: an index whose keyword fields differ is rebuilt by the next `brain index`.
-KEYWORD_FIELDS = ",".join(FIELDS)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,6 +101,10 @@ CREATE TABLE IF NOT EXISTS extracted_text (
     page_starts TEXT,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pending_vectors (
+    chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    text TEXT NOT NULL
+);
 """
 
 # FTS5 reads the stemmed copies of the keyword fields (FTS_COLUMNS), kept in sync by triggers.
@@ -152,63 +154,6 @@ ALTER TABLE files ADD COLUMN language TEXT NOT NULL DEFAULT '';
 MIGRATED_FIELDS = "heading,body"  # what a migrated index's keyword fields hold until rebuilt
 
 
-@dataclass(frozen=True)
-class FileRow:
-    """A file as the index knows it."""
-
-    id: int
-    path: str
-    hash: str
-    size: int
-    mtime_ns: int
-    indexed_at: str
-    metadata: dict[str, Any]
-    status: str
-    warning: str | None
-    page_starts: list[int]
-    title: str = ""
-    language: str = ""
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """A stored chunk, without its vector."""
-
-    id: int
-    file_id: int
-    seq: int
-    text: str
-    heading_path: str
-    start_line: int
-    end_line: int
-    pages: list[int]
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    """A chunk ready to be written."""
-
-    text: str
-    heading_path: str
-    start_line: int
-    end_line: int
-    pages: list[int]
-    embed_hash: str | None
-    vector: bytes | None
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def _file_row(row: Sequence[Any]) -> FileRow:
-    return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
-                   json.loads(row[9]) if row[9] else [], row[10], row[11])
-
-
-_FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
-
-
 # SQLite result codes (the low byte of sqlite3.Error.sqlite_errorcode) that say the file
 # itself is not a usable database. Every other failure (a full disk, no permission, a
 # lock held too long) says nothing about the file: it must never be called damaged.
@@ -245,58 +190,8 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-class MetaRecords:
-    """What every store keeps in its meta table and derives from it, for SQLite and PostgreSQL alike.
-
-    Built only on the store's own get_meta/set_meta, so both stores say the same
-    thing about commits, syncs, rebuilds and languages.
-    """
-
-    def get_meta(self, key: str) -> str | None:
-        raise NotImplementedError
-
-    def set_meta(self, items: dict[str, str]) -> None:
-        raise NotImplementedError
-
-    def indexed_commit(self) -> str | None:
-        """The git commit up to which every committed change is in the index (None: never recorded)."""
-        return self.get_meta("git_commit")
-
-    def record_sync(self, result: dict[str, Any]) -> None:
-        """Keep what the last git sync did (shown by `brain status`)."""
-        self.set_meta({"last_sync_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_sync(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_sync_result")
-        return json.loads(raw) if raw else None
-
-    def record_rebuild(self, result: dict[str, Any]) -> None:
-        """Keep when the last full rebuild ran and how it ended (shown by `brain status`)."""
-        self.set_meta({"last_rebuild_result": json.dumps(result, ensure_ascii=False)})
-
-    def last_rebuild(self) -> dict[str, Any] | None:
-        raw = self.get_meta("last_rebuild_result")
-        return json.loads(raw) if raw else None
-
-    def query_languages(self) -> tuple[str, ...]:
-        """The stemmers a query goes through on this index: its stemmer, or under `auto` each language its files are in."""
-        recorded = self.get_meta("languages")
-        return query_languages_for(self.stemmer(), recorded.split(",") if recorded else None)
-
-    def stemmer(self) -> str:
-        """The stemmer the index's keyword copies were made with; queries must be stemmed the same way."""
-        return self.get_meta("stemmer") or NO_STEMMER
-
-    def _file_language(self, chunks: Sequence[NewChunk]) -> str:
-        """The stemmer for a file's keyword fields: the index's, or under `auto` the language its text is written in."""
-        index_stemmer = self.stemmer()
-        if index_stemmer != AUTO_STEMMER:
-            return index_stemmer
-        return detect_language("\n".join(c.text for c in chunks[:8]))
-
-
-class Store(MetaRecords):
-    """One open index database."""
+class SqliteStore(MetaRecords):
+    """One open index file (the `Index` of store/base.py)."""
 
     supported_schema = SCHEMA_VERSION  # the schema this brain reads and writes
 
@@ -314,7 +209,7 @@ class Store(MetaRecords):
         self.path = path
         self._new_page_size = page_size
         self.tokenizer = tokenizer or FTS_TOKENIZER
-        self._new_stemmer = stemmer or STEMMER
+        self._new_stemmer = stemmer or UNSTEMMED
         if self.tokenizer not in FTS_TOKENIZERS:
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
         # The file is never opened here outside SQLite: closing any other descriptor of it
@@ -325,8 +220,7 @@ class Store(MetaRecords):
             if not path.exists():
                 if not create:
                     raise BrainError(f"no index at {path}; run `brain index` first")
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._ignore_in_git(path.parent)
+                path.parent.mkdir(parents=True, exist_ok=True)  # the indexer made `.brain/` ignore itself first
         except OSError as exc:
             raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
         for attempt in range(3):
@@ -353,14 +247,6 @@ class Store(MetaRecords):
         """
         return _file_identity(self.path) != self.identity
 
-    @staticmethod
-    def _ignore_in_git(folder: Path) -> None:
-        # `.brain/` ignores itself, so the index never lands in the notes repo.
-        if folder.name == ".brain":
-            ignore = folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("*\n", encoding="utf-8")
-
     def _prepare(self, readonly: bool) -> None:
         conn = self.conn
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -386,16 +272,17 @@ class Store(MetaRecords):
                 upgrading = "chunks" in tables
                 # An older index keeps its tokenizer until rebuilt, and its copies start unstemmed.
                 tokenizer = self.fts_tokenizer() if upgrading else self.tokenizer
-                stemmer = NO_STEMMER if upgrading and version < 3 else self._new_stemmer
+                stemmer = UNSTEMMED if upgrading and version < 3 else self._new_stemmer
                 if upgrading and version < 3:
                     for statement in _split_sql(_MIGRATE_TO_3):
                         conn.execute(statement)
-                if upgrading:
+                if upgrading and version < 4:
                     for statement in _split_sql(_MIGRATE_TO_4):
                         conn.execute(statement)
+                # Then every table the schema has and this file lacks (5: pending_vectors).
                 for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
-                if upgrading:
+                if upgrading and version < 4:
                     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
                     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('keyword_fields', ?)", (MIGRATED_FIELDS,))
                 conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
@@ -465,7 +352,7 @@ class Store(MetaRecords):
                 conn.execute("DELETE FROM meta WHERE key = 'git_commit'")
             else:
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_commit', ?)", (commit,))
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_synced_at', ?)", (_now(),))
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('git_synced_at', ?)", (timestamp(),))
 
     def record_languages(self) -> None:
         """Remember which languages the files' keyword fields were stemmed in (queries are stemmed in those)."""
@@ -495,21 +382,19 @@ class Store(MetaRecords):
     # ------------------------------------------------------------ files
 
     def all_files(self) -> dict[str, FileRow]:
-        return {r[1]: _file_row(r) for r in self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files")}
+        return {r[1]: file_row(r) for r in self.conn.execute(f"SELECT {FILE_COLUMNS} FROM files")}
 
     def get_file(self, path: str) -> FileRow | None:
-        row = self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
-        return _file_row(row) if row else None
+        row = self.conn.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+        return file_row(row) if row else None
+
+    def _rows_of(self, sql: str, keys: Iterable[Any], *before: Any) -> Iterator[Any]:
+        """The rows of `sql` for these keys, 500 at a time: its `IN (?)` takes a batch, `before` fills the marks ahead of it."""
+        for part in in_batches(keys):
+            yield from self.conn.execute(sql.replace("IN (?)", f"IN ({','.join('?' * len(part))})"), (*before, *part))
 
     def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
-        ids = list(set(ids))
-        out: dict[int, FileRow] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE id IN ({marks})", part):
-                out[r[0]] = _file_row(r)
-        return out
+        return {r[0]: file_row(r) for r in self._rows_of(f"SELECT {FILE_COLUMNS} FROM files WHERE id IN (?)", map(int, ids))}
 
     def replace_file(
         self,
@@ -524,19 +409,21 @@ class Store(MetaRecords):
         chunks: Sequence[NewChunk],
         title: str = "",
         meta_text: str = "",
-        path_text: str = "",
+        language: str = "",
+        keywords: FileKeywords = FileKeywords(),
     ) -> None:
         """Swap in a file's new chunks in one transaction: never a mix of old and new.
 
-        `title`, `meta_text` (frontmatter values as words) and `path_text` (folder
-        and file names as words) are keyword fields of every chunk of the file,
-        stemmed like its text: in the index's language, or the file's own under `auto`.
+        `keywords` (its title, frontmatter values and path as words, stemmed) are
+        keyword fields of every chunk of the file; `language` is what they and the
+        chunks' keyword copies were stemmed in. `meta_text` is kept by PostgreSQL only.
+        A chunk with `pending_text` is written without its vector, which waits in
+        pending_vectors (keywords first: the file is searchable by its words now).
         """
-        language = self._file_language(chunks)
-        stem = stemmer_for(language)
+        del meta_text  # SQLite keeps the stemmed copy in every chunk (keywords.meta)
         with self.transaction() as conn:
             row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-            values = (hash, size, mtime_ns, _now(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
+            values = (hash, size, mtime_ns, timestamp(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
                       json.dumps(page_starts) if page_starts else None, title, language)
             if row:
                 file_id = row[0]
@@ -552,35 +439,30 @@ class Store(MetaRecords):
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (path, *values),
                 ).lastrowid
-            fields = (stem(title), stem(meta_text), stem(path_text))
-            conn.executemany(
-                "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"
-                " fts_heading, fts_text, fts_title, fts_meta, fts_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line,
-                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector, stem(c.heading_path), stem(c.text), *fields)
-                    for seq, c in enumerate(chunks)
-                ],
-            )
+            fields = (keywords.title, keywords.meta, keywords.path)
+            for seq, c in enumerate(chunks):
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"
+                    " fts_heading, fts_text, fts_title, fts_meta, fts_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
+                     c.embed_hash, c.vector, *c.keyword_copies, *fields),
+                ).lastrowid
+                if c.vector is None and c.pending_text is not None:
+                    conn.execute("INSERT INTO pending_vectors(chunk_id, text) VALUES (?, ?)", (chunk_id, c.pending_text))
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""
         with self.transaction() as conn:
             conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
 
-    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str | None = None, path_text: str = "") -> None:
-        """Rename a file in place: its chunks and vectors are kept; its title and folder-name fields follow the new name."""
+    def move_file(self, old: str, new: str, size: int, mtime_ns: int, *, title: str, keywords: FileKeywords) -> None:
+        """Rename a file in place: its chunks and vectors are kept; its title and path fields become `keywords`'."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM files WHERE path = ?", (new,))
-            conn.execute("UPDATE files SET path=?, size=?, mtime_ns=?, indexed_at=? WHERE path=?", (new, size, mtime_ns, _now(), old))
-            row = conn.execute("SELECT id, title, language FROM files WHERE path = ?", (new,)).fetchone()
-            if row is None:
-                return
-            title = row[1] if title is None else title
-            language = row[2] or self.stemmer()  # a file indexed before schema 4 has none recorded
-            stem = stemmer_for(NO_STEMMER if language == AUTO_STEMMER else language)
-            conn.execute("UPDATE files SET title = ? WHERE id = ?", (title, row[0]))
-            conn.execute("UPDATE chunks SET fts_title = ?, fts_path = ? WHERE file_id = ?", (stem(title), stem(path_text), row[0]))
+            conn.execute("UPDATE files SET path=?, size=?, mtime_ns=?, indexed_at=?, title=? WHERE path=?",
+                         (new, size, mtime_ns, timestamp(), title, old))
+            conn.execute("UPDATE chunks SET fts_title = ?, fts_path = ? WHERE file_id = (SELECT id FROM files WHERE path = ?)",
+                         (keywords.title, keywords.path, new))
 
     def remove_files(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -590,23 +472,46 @@ class Store(MetaRecords):
     # ------------------------------------------------------------ embedding cache
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        for start in range(0, len(hashes), 500):
-            part = list(hashes[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for h, vector in self.conn.execute(
-                f"SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN ({marks})", (model, *part)
-            ):
-                found[h] = vector
-        return found
+        """The cached vectors of these embedded-text hashes for `model` (a hash not cached is left out)."""
+        return dict(self._rows_of("SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (?)", hashes, model))
 
     def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
         with self.transaction() as conn:
-            now = _now()
+            now = timestamp()
             conn.executemany(
                 "INSERT OR IGNORE INTO embedding_cache(hash, model, vector, created_at) VALUES (?,?,?,?)",
                 [(h, model, v, now) for h, v in items],
             )
+
+    # ------------------------------------------------------------ chunks waiting for their vector
+
+    def pending_vectors(self, limit: int) -> list[PendingVector]:
+        """Up to `limit` chunks written without their vector, in the order they were written."""
+        return [PendingVector(r[0], r[1], r[2]) for r in self.conn.execute(
+            "SELECT p.chunk_id, c.embed_hash, p.text FROM pending_vectors AS p JOIN chunks AS c ON c.id = p.chunk_id"
+            " ORDER BY p.chunk_id LIMIT ?", (limit,))]
+
+    def set_vectors(self, items: Sequence[tuple[int, str, bytes]]) -> int:
+        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns how many took one.
+
+        A chunk rewritten meanwhile (another embed hash, or gone) is left alone:
+        its new row has a pending vector of its own.
+        """
+        done = 0
+        with self.transaction() as conn:
+            for chunk_id, embed_hash, vector in items:
+                done += conn.execute("UPDATE chunks SET vector = ? WHERE id = ? AND embed_hash = ?",
+                                     (vector, chunk_id, embed_hash)).rowcount
+                conn.execute("DELETE FROM pending_vectors WHERE chunk_id = ?", (chunk_id,))
+        return done
+
+    def pending_count(self) -> int:
+        """How many chunks wait for their vector."""
+        return int(self.conn.execute("SELECT count(*) FROM pending_vectors").fetchone()[0])
+
+    def pending_among(self, ids: Sequence[int]) -> set[int]:
+        """Which of these chunks wait for their vector."""
+        return {r[0] for r in self._rows_of("SELECT chunk_id FROM pending_vectors WHERE chunk_id IN (?)", map(int, ids))}
 
     # ------------------------------------------------------------ extracted text (PDFs)
     # Extracting a PDF costs tens of milliseconds per page, so grep, get and ask
@@ -622,7 +527,7 @@ class Store(MetaRecords):
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO extracted_text(hash, text, page_starts, created_at) VALUES (?,?,?,?)",
-                (hash, text, json.dumps(list(page_starts)) if page_starts else None, _now()),
+                (hash, text, json.dumps(list(page_starts)) if page_starts else None, timestamp()),
             )
 
     def prune_extracted_text(self) -> int:
@@ -712,6 +617,26 @@ class Store(MetaRecords):
         """Nothing to build: SQLite's indexes are made with its tables, its vectors scanned exactly (the store interface); False."""
         return False
 
+    def nearest_vectors(
+        self, query: np.ndarray, limit: int, *, file_ids: Iterable[int] | None = None, exact: bool = False
+    ) -> list[tuple[int, float]]:
+        """The `limit` chunks nearest `query` as (chunk id, cosine), best first: an exact scan of every vector.
+
+        Search holds the matrix itself on SQLite (searches_vectors is False); this is the interface's
+        one-off form, for callers that keep no matrix.
+        """
+        ids, files, matrix = self.vector_matrix(len(query))
+        sims = matrix @ np.asarray(query, dtype=np.float32)
+        if file_ids is not None:
+            sims = np.where(np.isin(files, np.fromiter((int(f) for f in file_ids), dtype=np.int64)), sims, -np.inf)
+        order = [int(i) for i in np.lexsort((ids, -sims))[:limit] if np.isfinite(sims[i])]
+        return [(int(ids[i]), float(sims[i])) for i in order]
+
+    def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        """The exact cosine of each of these chunks with `query` (a chunk without a vector has none)."""
+        q = np.asarray(query, dtype=np.float32)
+        return {cid: float(np.frombuffer(vector, dtype=np.float32) @ q) for cid, vector in self.chunk_vectors(ids).items()}
+
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
 
@@ -737,22 +662,12 @@ class Store(MetaRecords):
 
     def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
         """The stemmed keyword fields of these chunks (FIELDS → text), as FTS5 reads them."""
-        ids = list(set(int(i) for i in ids))
-        out: dict[int, dict[str, str]] = {}
-        marks = ",".join("?" * len(ids))
-        if ids:
-            for r in self.conn.execute(f"SELECT id, {', '.join(FTS_COLUMNS)} FROM chunks WHERE id IN ({marks})", ids):
-                out[r[0]] = dict(zip(FIELDS, r[1:]))
-        return out
+        sql = f"SELECT id, {', '.join(FTS_COLUMNS)} FROM chunks WHERE id IN (?)"
+        return {r[0]: dict(zip(FIELDS, r[1:])) for r in self._rows_of(sql, map(int, ids))}
 
     def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]:
         """The stemmed title field of these chunks (their file's title, as FTS5 reads it)."""
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            out.update(self.conn.execute(f"SELECT id, fts_title FROM chunks WHERE id IN ({marks})", part).fetchall())
-        return out
+        return dict(self._rows_of("SELECT id, fts_title FROM chunks WHERE id IN (?)", map(int, ids)))
 
     def count_matches(self, match: str, cap: int) -> int:
         """How many chunks match an FTS5 expression, counting no further than `cap` (a common word costs no more than a rare one)."""
@@ -803,32 +718,16 @@ class Store(MetaRecords):
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
-        out: dict[int, bytes] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for cid, vector in self.conn.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks}) AND vector IS NOT NULL", part):
-                out[cid] = vector
-        return out
+        """The vectors of these chunks, as float32 bytes (a chunk without one is left out)."""
+        return dict(self._rows_of("SELECT id, vector FROM chunks WHERE id IN (?) AND vector IS NOT NULL", map(int, ids)))
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        ids = list(set(int(i) for i in ids))
-        out: dict[int, ChunkRow] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(
-                f"SELECT id, file_id, seq, text, heading_path, start_line, end_line, pages FROM chunks WHERE id IN ({marks})", part
-            ):
-                out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
-        return out
+        """These chunks' rows, without their vectors (an id no chunk has is left out)."""
+        return {r[0]: chunk_row(r) for r in self._rows_of(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN (?)", map(int, ids))}
 
     def file_chunks(self, file_id: int) -> list[ChunkRow]:
-        rows = self.conn.execute(
-            "SELECT id, file_id, seq, text, heading_path, start_line, end_line, pages FROM chunks WHERE file_id=? ORDER BY seq",
-            (file_id,),
-        )
-        return [ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else []) for r in rows]
+        """A file's chunks in order."""
+        return [chunk_row(r) for r in self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE file_id=? ORDER BY seq", (file_id,))]
 
     # ------------------------------------------------------------ stats
 
@@ -839,6 +738,7 @@ class Store(MetaRecords):
             "chunks": one("SELECT count(*) FROM chunks"),
             "embedded_chunks": one("SELECT count(*) FROM chunks WHERE vector IS NOT NULL"),
             "cache_entries": one("SELECT count(*) FROM embedding_cache"),
+            "pending_vectors": one("SELECT count(*) FROM pending_vectors"),
         }
 
     def largest_files(self, limit: int = 5) -> list[tuple[str, int]]:
@@ -852,8 +752,13 @@ class Store(MetaRecords):
                    if p.is_file() and not p.name.endswith(".lock"))
 
     def checkpoint(self) -> None:
+        """Fold the write-ahead log into the file (a rebuild's new index is copied whole afterwards)."""
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def remove_rebuild_leftovers(self) -> list[str]:
+        """Delete what a killed or failed rebuild left beside this index; call it under the writer lock. Returns what went."""
+        return remove_rebuild_files(self.path)
 
 
 def _bm25_weights() -> str:
@@ -874,136 +779,142 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-# Locks this thread already holds, by lock file: a holder may re-enter (the git
-# sync holds the lock while it reads HEAD and while the indexer writes).
-_HELD = threading.local()
 
 
-@contextlib.contextmanager
-def writer_lock(
-    db_path: Path, wait_seconds: float = 600.0, *, also: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None
-) -> Iterator[None]:
-    """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait.
+# ------------------------------------------------------------ full rebuild: a new file, copied in whole
 
-    Re-entrant within one thread; other threads and processes wait for it.
-    `also(seconds left)`: a second lock the outermost holder takes inside this
-    one (the server's, which writers on other machines share).
+
+def rebuild_path(db_path: Path) -> Path:
+    """Where a full rebuild writes its new database, beside the live one."""
+    return db_path.with_name(db_path.name + ".rebuild")
+
+
+def remove_rebuild_files(db_path: Path) -> list[str]:
+    """Delete what a rebuild left beside the index (its database, -wal, -shm); call it under the writer lock.
+
+    Nothing but a rebuild holding the writer lock ever opens these files, so
+    under the lock they are leftovers (of a failed or killed rebuild) that
+    would otherwise keep a full disk full. Returns the names removed.
     """
-    import fcntl
+    fresh = rebuild_path(db_path)
+    removed = []
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(str(fresh) + suffix)
+            removed.append(fresh.name + suffix)
+    return removed
 
-    lock_path = db_path.with_name(db_path.name + ".lock")
-    held: dict[str, int] = _HELD.__dict__.setdefault("counts", {})
-    key = os.path.abspath(lock_path)
-    if held.get(key):
-        held[key] += 1
-        try:
-            yield
-        finally:
-            held[key] -= 1
-        return
-    try:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        # The lock file may be all that `.brain/` holds (the index on a PostgreSQL server): it too stays out of git.
-        Store._ignore_in_git(db_path.parent)
-        handle = open(lock_path, "a+")
-    except OSError as exc:
-        raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None
-    deadline = time.monotonic() + wait_seconds
-    try:
-        while True:
+
+def _reason(exc: BaseException) -> str:
+    """A failure of SQLite or the OS in plain words ("the disk is full" first: it is the usual one)."""
+    text = str(getattr(exc, "strerror", None) or exc)
+    if "full" in text.lower() or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "the disk is full"
+    return text
+
+
+def _retry(exc: BaseException) -> str:
+    """What to do after a failed rebuild: free space first when the disk was full."""
+    if _reason(exc) == "the disk is full":
+        return "free disk space (a rebuild needs about twice the index's size) and run `brain index --full` again"
+    return "run `brain index --full` again"
+
+
+def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
+    """What is true after Ctrl-C stopped a rebuild: whether the new index made it in, else that the old one stands."""
+    swapped = False
+    if db_path.exists():
+        with contextlib.suppress(Exception):  # unreadable now: it was not swapped in by this rebuild
+            live = SqliteStore(db_path, create=False, readonly=True)
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise BrainError(f"another brain process is writing {db_path} for over {wait_seconds:.0f}s; try again later") from None
-                time.sleep(0.1)
-        held[key] = 1
-        try:
-            with also(max(0.0, deadline - time.monotonic())) if also else contextlib.nullcontext():
-                yield
-        finally:
-            held.pop(key, None)
+                swapped = live.get_meta("last_rebuild") == stamp
+            finally:
+                live.close()
+    if swapped:
+        return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
+    if not had_index:
+        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
+    return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
+            "as it was and is still served; run `brain index --full` again to rebuild")
+
+
+def _live_page_size(db_path: Path) -> int | None:
+    if not db_path.exists():
+        return None
+    live = SqliteStore(db_path, create=False, readonly=True)  # a foreign or damaged file stops the rebuild here
+    try:
+        return live.page_size()
     finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        handle.close()
-
-
-# ------------------------------------------------------------ choosing the store
-# `store` (brain.toml or BRAIN_STORE) empty: the SQLite file at `database`; a
-# postgresql:// URL: that server, one schema per notes folder. Every other room
-# opens its index through these, so nothing above the store knows which one it has.
-
-
-def store_location(settings: Any) -> str:
-    """The `store` setting: '' for the SQLite file, else a PostgreSQL URL."""
-    return str(settings.values.get("store") or "")
+        live.close()
 
 
 @contextlib.contextmanager
-def server_writer_lock(settings: Any, wait_seconds: float) -> Iterator[None]:
-    """The writer lock a PostgreSQL corpus keeps on its server, shared by every machine that writes it; nothing for SQLite.
+def rebuilding(db_path: Path, *, tokenizer: str, stemmer: str) -> Iterator[SqliteStore]:
+    """A new, empty index beside the one at `db_path`; when the block ends without error it replaces the live one.
 
-    The lock file beside `database` guards one machine; clones on several
-    machines write one corpus, and a hook's write landing in the live schema
-    while another machine's full rebuild fills the new one would be lost at the
-    swap. So every writer of a corpus also holds this one.
+    The new file takes the live one's page size (the final copy needs equal
+    sizes) and its cached vectors (a rebuild re-embeds nothing it knows). On any
+    failure, Ctrl-C included, the partial file is removed at once and the old
+    index stays exactly as it was; the error says so in one line.
     """
-    location = store_location(settings)
-    if not location:
-        yield
+    fresh_path = rebuild_path(db_path)
+    remove_rebuild_files(db_path)
+    had_index = db_path.exists()
+    stamp = timestamp()
+    try:
+        fresh = SqliteStore(fresh_path, tokenizer=tokenizer, stemmer=stemmer, page_size=_live_page_size(db_path))
+        try:
+            if had_index:
+                fresh.import_embedding_cache(db_path)
+            yield fresh
+            fresh.set_meta({"last_rebuild": stamp})
+            fresh.checkpoint()
+        finally:
+            fresh.close()
+        _swap_in(fresh_path, db_path)
+    except (sqlite3.Error, OSError) as exc:
+        remove_rebuild_files(db_path)
+        raise BrainError(
+            f"the rebuild could not finish ({_reason(exc)}); the old index at {db_path} is kept as it was and the "
+            f"partial new one removed; {_retry(exc)}"
+        ) from None
+    except KeyboardInterrupt:
+        remove_rebuild_files(db_path)  # at once: a partial rebuild is of no use to anyone
+        raise Interrupted(_interrupted_rebuild(db_path, had_index, stamp)) from None
+    except BaseException:
+        # Left behind, a partial rebuild would keep a full disk full until the next one.
+        remove_rebuild_files(db_path)
+        raise
+
+
+def _swap_in(fresh_path: Path, db_path: Path) -> None:
+    """Make the fresh database the live one, atomically for every reader.
+
+    The pages are copied into the live file in one write transaction (SQLite's
+    backup API): a reader sees the old index or the new one, never a mix, and a
+    process that keeps the file open (a server) sees the new index on its next
+    query. When the copy fails (a full disk) the old index stays as it was and
+    the rebuild fails saying so: renaming the new file over the old one instead
+    would leave a server reading the deleted old file, and pair the new file
+    with the old one's -wal/-shm. Only a missing index is made by renaming.
+    """
+    if db_path.exists():
+        live = SqliteStore(db_path)  # a foreign or damaged file stops the rebuild here, untouched
+        try:
+            live.copy_from(fresh_path)
+        except sqlite3.Error as exc:
+            raise BrainError(
+                f"the rebuilt index could not be copied into {db_path} ({_reason(exc)}); the old index is kept "
+                f"as it was and the new one removed; {_retry(exc)}"
+            ) from None
+        finally:
+            live.close()
+        remove_rebuild_files(db_path)
         return
-    from .store_postgres import corpus_writer_lock
-
-    with corpus_writer_lock(location, settings.root.name, wait_seconds):
-        yield
-
-
-def open_store(
-    settings: Any, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
-) -> Any:
-    """The index of these settings: a Store on the SQLite file, or a PostgresStore on the server `store` names."""
-    location = store_location(settings)
-    if location:
-        from .store_postgres import PostgresStore
-
-        store = PostgresStore(location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
-        if store.created and settings.database_path.exists():
-            # A folder moving to the server: the vectors its SQLite index holds are not computed again.
-            store.import_embedding_cache(settings.database_path)
-        return store
-    return Store(settings.database_path, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
-
-
-def hide_password(location: str) -> str:
-    """A store URL as it may be shown (`config show`): a password in it (from BRAIN_STORE) replaced by ***."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(location)
-    netloc = parts.netloc
-    if parts.password:
-        userinfo, _, host = netloc.rpartition("@")
-        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*/:")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def index_exists(settings: Any) -> bool:
-    """True when the index of these settings has been made (the file exists, or the server holds the corpus)."""
-    location = store_location(settings)
-    if location:
-        from .store_postgres import index_exists as on_server
-
-        return on_server(location, settings.root.name)
-    return settings.database_path.exists()
-
-
-def index_name(settings: Any) -> str:
-    """How reports name the index: the SQLite file's path, or the server and schema (never a password)."""
-    location = store_location(settings)
-    if location:
-        from .store_postgres import schema_name, shown_location, split_location
-
-        return f"{shown_location(location)}#{schema_name(split_location(location)[1] or settings.root.name)}"
-    return str(settings.database_path)
+    # No live index: a -wal or -shm left beside its path (the index deleted by hand) would be
+    # read as part of the new file. Only the rebuild, under the writer lock, creates it now.
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(str(db_path) + suffix)
+    os.replace(fresh_path, db_path)
+    remove_rebuild_files(db_path)
