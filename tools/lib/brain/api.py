@@ -16,7 +16,8 @@ from .config import INDEX_FOLDER, SETTINGS, Settings, approve_held, load_setting
 from .embeddings import Embedder
 from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
-from .grep import DEFAULT_LIMIT, GrepResponse, TextRange, grep, read_range
+from .grep import GrepResponse, TextRange, grep, read_range
+from .limits import DEFAULT_GREP_LIMIT
 from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
 from .store import Index, hide_password, index_exists, index_name, open_store
@@ -126,7 +127,7 @@ class Brain:
         *,
         path: str | None = None,
         context: int = 0,
-        limit: int = DEFAULT_LIMIT,
+        limit: int = DEFAULT_GREP_LIMIT,
         case_sensitive: bool = False,
     ) -> GrepResponse:
         """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `path`, a file or folder)."""

@@ -229,7 +229,7 @@ def stream_answer(config: ModelSettings, messages: list[dict[str, str]], on_toke
     try:
         stream = client.chat.completions.create(model=config.model, messages=messages, stream=True)  # type: ignore[arg-type]
         for chunk in stream:
-            for choice in chunk.choices or []:
+            for choice in getattr(chunk, "choices", None) or []:  # a stream of ChatCompletionChunk
                 token = choice.delta.content if choice.delta is not None else None
                 if token:
                     parts.append(token)

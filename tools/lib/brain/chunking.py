@@ -218,8 +218,8 @@ def chunk_text(
         room = max(8, budget - min(heading_tokens.get(heading, 0), budget // 4) - 1)
         if tokens > room or len(line) > chunk_chars:
             starts = None if code or line_starts is None else line_starts[index]
-            lead = (since_cut[0], since_cut[1]) if since_cut[0] <= room // 4 and since_cut[1] <= chunk_chars // 4 else (0, 0)
-            for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts, lead):
+            kept = (since_cut[0], since_cut[1]) if since_cut[0] <= room // 4 and since_cut[1] <= chunk_chars // 4 else (0, 0)
+            for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts, kept):
                 if piece_tokens is None:
                     piece_tokens = 0 if code else count_one(piece)
                 segments.append(_Segment(number, piece, piece_tokens, code, heading))

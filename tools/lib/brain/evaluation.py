@@ -112,7 +112,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     opener = gzip.open if path.name.endswith(".gz") else open
     rows: list[dict[str, Any]] = []
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        with opener(path, "rt", encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
                 if not line.strip():
                     continue

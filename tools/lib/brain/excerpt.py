@@ -222,7 +222,7 @@ def blank_lead(text: str | bytes, start: int = 0) -> int:
     note's text can open with a screen of them: readers skip to here.
     len(text) when only blank lines follow.
     """
-    found = (_NOT_BLANK_BYTES if isinstance(text, bytes) else _NOT_BLANK).search(text, start)
+    found = _NOT_BLANK_BYTES.search(text, start) if isinstance(text, bytes) else _NOT_BLANK.search(text, start)
     if found is None:
         return len(text)
     newline = b"\n" if isinstance(text, bytes) else "\n"

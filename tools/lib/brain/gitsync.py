@@ -355,6 +355,7 @@ def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> No
     else:
         changes = range_changes(top, recorded, head)
         report.changed_paths = len(changes)
+        why: str | None
         if len(changes) > MAX_NAMED_PATHS:
             # One scan (a stat per file) beats looking at each of many paths.
             paths, why = [], f"{len(changes)} paths changed; one scan is quicker"
@@ -627,7 +628,7 @@ def hook_states(settings: Settings) -> list[dict[str, Any]]:
             "executable": ours and bool(path.stat().st_mode & stat.S_IXUSR),
             "mode": _hook_setting(path, "brain_mode") if ours else None,
             "interpreter": python,
-            "interpreter_found": bool(python) and (os.access(python, os.X_OK) if os.path.isabs(python) else True),
+            "interpreter_found": bool(python) and (not os.path.isabs(python or "") or os.access(python or "", os.X_OK)),
             "legacy": (folder / f"{name}.legacy").exists(),
         })
     return states

@@ -88,7 +88,7 @@ def build_server(corpus: ServedCorpus) -> Any:
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             op = by_tool.get(name)
             unknown = sorted(set(arguments or {}) - {p.name for p in op.params}) if op is not None else []
-            if unknown:  # refused, as the CLI and HTTP refuse them, instead of silently ignored
+            if op is not None and unknown:  # refused, as the CLI and HTTP refuse them, instead of silently ignored
                 taken = ", ".join(p.name for p in op.params) or "nothing"
                 raise ToolError(f"{unknown[0]}: unknown parameter; {name} takes {taken}")
             try:
@@ -96,7 +96,7 @@ def build_server(corpus: ServedCorpus) -> Any:
             except ToolError as exc:
                 if isinstance(exc.__cause__, ValidationError):
                     errors = exc.__cause__.errors()
-                    raise ToolError(one_line_error(errors[0])[1] if errors else "invalid arguments") from None
+                    raise ToolError(one_line_error(dict(errors[0]))[1] if errors else "invalid arguments") from None
                 raise
 
     by_tool = {op.mcp_tool: op for op in OPERATIONS}
@@ -104,10 +104,10 @@ def build_server(corpus: ServedCorpus) -> Any:
     remote_ask = _reaches_outside(corpus.brain.settings)
     for op in OPERATIONS:
         if op.read_only:
-            annotations = ToolAnnotations(readOnlyHint=True, openWorldHint=op.name == "ask" and remote_ask)
+            annotations = ToolAnnotations(read_only_hint=True, open_world_hint=op.name == "ask" and remote_ask)
         else:
-            annotations = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True,
-                                          openWorldHint=False)
+            annotations = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                          open_world_hint=False)
         server.add_tool(_tool_function(corpus, op), name=op.mcp_tool, description=f"{op.summary} {op.description}",
                         annotations=annotations)
     return server

@@ -257,7 +257,7 @@ def python_type(param: Param) -> Any:
     """The Python type of a parameter's value (None allowed when it has no default)."""
     base: Any = {"str": str, "int": int, "float": float, "bool": bool, "list": list[str]}[param.kind]
     if param.choices:
-        base = Literal[param.choices]  # type: ignore[valid-type]
+        base = Literal[param.choices]
     return base if param.required or param.default is not None else base | None
 
 
@@ -298,7 +298,7 @@ def request_model(op: Operation) -> Any:
     class Strict(BaseModel):
         model_config = ConfigDict(extra="forbid")
 
-    fields = {param.name: pydantic_field(param, from_query=op.http[0] == "GET") for param in op.params}
+    fields: dict[str, Any] = {param.name: pydantic_field(param, from_query=op.http[0] == "GET") for param in op.params}
     return create_model(f"{op.name.capitalize()}Request", __base__=Strict, __doc__=op.summary, **fields)
 
 

@@ -180,7 +180,7 @@ STOP_WORDS = FUNCTION_WORDS["english"] | FUNCTION_WORDS["italian"]
 # What an apostrophe joins to a word says nothing of what is sought: Italian elided articles
 # and prepositions (l'ultimo, dell'app, un'altra) and English clitics and negations (month's,
 # you'll, doesn't). FTS5 splits the word there; as a phrase ("l ultimo") it matched only that
-# spelling, and "l" or "s" alone is in nearly every chunk. Measured in docs/evaluation.md, decision 18.
+# spelling, and "l" or "s" alone is in nearly every chunk. Measured in docs/decisions/18-elisions.md.
 _ELIDED = re.compile(
     r"(?<![^\W_])(?:[^\W_]+n['’]t"  # a negation: a function word whole
     r"|(?:l|d|c|m|t|s|v|n|dell|dall|nell|sull|all|coll|un|quest|quell|tutt|nessun)['’])"  # an elision
@@ -215,7 +215,7 @@ def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], 
 
 def word_terms(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], str]] | None = None) -> list[list[str]]:
     """The quoted FTS5 terms fts_match searches, grouped by query word (one per stemmer, repeats dropped)."""
-    stems = [] if stem is None else [stem] if callable(stem) else list(stem)
+    stems: list[Callable[[str], str]] = [] if stem is None else [stem] if callable(stem) else list(stem)
     groups: list[list[str]] = []
     content: list[list[str]] = []
     seen: set[str] = set()  # a list lookup here made long queries quadratic
@@ -224,8 +224,8 @@ def word_terms(query: str, stem: Callable[[str], str] | Sequence[Callable[[str],
         if not tokens:
             continue
         group: list[str] = []
-        for one in stems or [None]:
-            term = '"' + " ".join(one(t) if one else t for t in tokens) + '"'
+        for one in stems or [str]:  # no stemmer: each token as it is
+            term = '"' + " ".join(one(t) for t in tokens) + '"'
             if term not in seen:
                 seen.add(term)
                 group.append(term)
@@ -240,7 +240,7 @@ def word_terms(query: str, stem: Callable[[str], str] | Sequence[Callable[[str],
 
 # A note whose title holds every content word of a query of two or more is what a person
 # typing its title wants (Obsidian notes have no H1: the file name is the title), so its
-# chunks' BM25 is raised by this share; measured in docs/evaluation.md, decision 9. Done on
+# chunks' BM25 is raised by this share; measured in docs/decisions/09-field-weights.md. Done on
 # the candidates in Python: a second FTS5 query over the title column cost as much as the first.
 TITLE_MATCH_WEIGHT = 1.0
 
@@ -327,7 +327,7 @@ COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share 
 # 1 − share^FIELD_MATCH_POWER, share = the query's content words found in those fields of
 # that chunk: every word there gives the keyword half the whole query; one word of two costs
 # the vector half 18 % of its weight, one of three 6 % (a word in a title by chance).
-# Measured in docs/evaluation.md, decision 16 (agency + obsidian-help, fusion_grid.py
+# Measured in docs/decisions/16-field-share.md (agency + obsidian-help, fusion_grid.py
 # --field-powers): powers 2 to 4 score within 0.006 of each other on the tuning queries;
 # 2.5 is the lowest that keeps every cross-language kind where it was (at 1 and 2 English
 # questions over Italian notes lose places), 3 and up give back metadata gains. BEIR

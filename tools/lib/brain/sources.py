@@ -677,7 +677,7 @@ def _check_frontmatter(block: str) -> None:
             aliases += 1
             if aliases > FRONTMATTER_MAX_ALIASES:
                 raise _FrontmatterTooBig(f"frontmatter uses more than {FRONTMATTER_MAX_ALIASES} YAML aliases")
-            add(anchored.get(event.anchor, 1))
+            add(anchored.get(event.anchor or "", 1))
 
 
 def _bounded_events(block: str) -> Any:
@@ -797,7 +797,7 @@ def note_title(name: str, text: str, metadata: dict[str, Any]) -> str:
 # A value equal to one of a group's words brings the whole group into the keyword index, so
 # "siti dismessi" finds `status: archived` and "projects in development" finds `stato: in sviluppo`.
 # Inflected forms are listed because a note is stemmed in one language only. Measured in
-# docs/evaluation.md, decision 11; kept to statuses: a larger thesaurus would match what nobody meant.
+# docs/decisions/11-status-words.md; kept to statuses: a larger thesaurus would match what nobody meant.
 STATUS_WORDS: tuple[tuple[str, ...], ...] = (
     ("archived", "archiviato", "archiviati", "dismesso", "dismessi", "chiuso", "chiusi", "closed", "retired"),
     ("active", "attivo", "attivi", "live"),
@@ -846,7 +846,7 @@ def note_card(metadata: dict[str, Any]) -> str:
     what a note's metadata says (a sector, a stack, a description) in words, as
     the keyword half does through metadata_text. Values in the file's order, lists
     joined with commas; the title (which leads every chunk already), numbers and
-    booleans left out. Measured in docs/evaluation.md, decision 19.
+    booleans left out. Measured in docs/decisions/19-note-card.md.
     """
     values: list[str] = []
 

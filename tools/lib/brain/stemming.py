@@ -6,7 +6,7 @@ the same way. Each word is folded (lower case, no accents) and replaced by its
 stem; everything between words stays, so identifiers (`FT-2026-0412`) and
 phrases keep their shape. The FTS5 tokenizer (porter by default) still runs on
 the result: Italian words lose their Italian endings here, English ones their
-English endings there (measured in docs/evaluation.md, decision 8).
+English endings there (measured in docs/decisions/08-italian-stemming.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ quali quando se si sono su sua sue sui sul sulla suo tra un una uno
 """.split()),
 }
 # More words that only one of the languages uses often, read by detect_language only (the query's
-# stop words stay FUNCTION_WORDS: they were measured as such, docs/evaluation.md decision 6).
+# stop words stay FUNCTION_WORDS: they were measured as such, docs/decisions/06-function-words.md).
 _DETECTION_EXTRA: dict[str, frozenset[str]] = {
     "english": frozenset("about after all also any because before being both each just more most much only other over "
                          "should some such through under until very while".split()),
@@ -74,7 +74,7 @@ def query_languages(index_stemmer: str, present: Sequence[str] | None = None) ->
     Under `auto`, the detected languages its files are in (`present`; all of
     DETECTED when unknown): a query's Italian forms only add noise to an index of
     English notes (SciFact: 0.6835 with English forms alone, 0.6470 with both;
-    docs/evaluation.md, decision 10).
+    docs/decisions/10-auto-stemming.md).
     """
     if index_stemmer != AUTO:
         return (index_stemmer,)

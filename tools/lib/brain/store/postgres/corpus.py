@@ -119,7 +119,7 @@ class PostgresStore(MetaRecords):
         self._pool = pool_for(conninfo, self.shown)
         self.conn = self._pool.getconn()
         self._q = '"' + self.schema + '"'
-        self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)  # type: ignore[assignment]
+        self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
         self._totals_at: tuple[int, int, float] | None = None
         self._hnsw_at: tuple[int, bool, int] | None = None  # (data version, whether the server searches the vectors, chunks)
         self._ops: tuple[str, int] | None = None
@@ -764,11 +764,13 @@ class PostgresStore(MetaRecords):
         if self._ops is None:
             row = self.conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
                                     " WHERE e.extname = 'vector'").fetchone()
-            dimension = self.get_meta("dimension")
-            if not dimension:
+            recorded = self.get_meta("dimension")
+            if recorded:
+                dimension = int(recorded)
+            else:
                 found = self._execute("SELECT vector_dims(vector) FROM @.chunks WHERE vector IS NOT NULL LIMIT 1").fetchone()
-                dimension = found[0] if found else 0
-            self._ops = ('"' + row[0].replace('"', '""') + '"', int(dimension))
+                dimension = int(found[0]) if found else 0
+            self._ops = ('"' + row[0].replace('"', '""') + '"', dimension)
         return self._ops
 
     def hnsw_state(self) -> bool | None:
