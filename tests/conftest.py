@@ -27,6 +27,8 @@ for _name in [n for n in os.environ if n.startswith("BRAIN_") and not n.startswi
 # Approvals of brain.toml values (`brain trust`) live in the user's config folder: the tests
 # keep theirs in a folder of the session's own, for this process and every one it starts.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="brain-tests-config-")
+# The ONNX engine's graph of the bundled model is built into the user's cache folder: one of the session's own.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="brain-tests-cache-")
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:
@@ -64,14 +66,17 @@ def committed_notes(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """`brain ARGS` as a real process (python -m brain), capturing output."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = str(PROJECT / "tools" / "lib") + os.pathsep + full_env.get("PYTHONPATH", "")
     if env:
         full_env.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "brain", *args], cwd=cwd or PROJECT, env=full_env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "brain", *args],
+        cwd=cwd or PROJECT, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
 
 

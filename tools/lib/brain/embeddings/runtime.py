@@ -1,4 +1,5 @@
-"""What this machine and process run the models on: the processor's flags, BLAS and OpenMP threads, the models loaded once."""
+"""What this machine and process run the models on: the processor's flags, BLAS and OpenMP threads, the models
+loaded once."""
 
 from __future__ import annotations
 

