@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from brain.claude_command import TARGET, template_text
@@ -29,7 +30,7 @@ def test_template_runs_brain_search_and_sends_claude_back_to_the_files() -> None
     meta, body = front_matter(template_text())
     assert meta["description"] and meta["argument-hint"]
     assert "Bash(brain search:*)" in meta["allowed-tools"] and "Read" in meta["allowed-tools"]
-    assert "!`brain search - --format markdown <<'END_OF_BRAIN_QUERY'\n$ARGUMENTS\nEND_OF_BRAIN_QUERY`" in body
+    assert "!`brain search - --format markdown <<'END_OF_BRAIN_QUERY'; exit $?\n$ARGUMENTS\nEND_OF_BRAIN_QUERY`" in body
     assert "the files are the truth" in body and "Read tool" in body
 
 
@@ -46,7 +47,9 @@ def test_install_creates_then_is_idempotent_then_refuses_a_different_file(tmp_pa
     target.write_text("my own edited command\n", encoding="utf-8")
     refused = run_cli("--root", str(tmp_path), "claude", "install")
     assert refused.returncode == 1
-    assert refused.stderr.startswith("brain: ") and "--force" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert (
+        refused.stderr.startswith("brain: ") and "--force" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    )
     assert target.read_text(encoding="utf-8") == "my own edited command\n"
 
     forced = run_cli("--root", str(tmp_path), "claude", "install", "--force")
@@ -80,7 +83,7 @@ def _shell_lines(arguments: str) -> list[str]:
     return _BANG.findall(body.replace("$ARGUMENTS", arguments))
 
 
-def _run_in_shell(command: str, root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run_in_shell(command: str, root: Path, tmp_path: Path, shell: str = "bash") -> subprocess.CompletedProcess[str]:
     """`command` through a real bash in the notes folder, with `brain` on the PATH as an installed one would be."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -89,7 +92,7 @@ def _run_in_shell(command: str, root: Path, tmp_path: Path) -> subprocess.Comple
     shim.chmod(0o755)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                PYTHONPATH=str(PROJECT / "tools" / "lib"), HOME=str(tmp_path))
-    return subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([shell, "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_arguments_reach_brain_search_as_one_literal_string(indexed_example: Path, tmp_path: Path) -> None:
@@ -106,6 +109,21 @@ def test_a_backtick_in_the_arguments_runs_nothing(indexed_example: Path, tmp_pat
     # A backtick ends Claude Code's `!` command early: what is left must still run nothing.
     for command in _shell_lines("`touch pwned-backtick` progetti"):
         _run_in_shell(command, indexed_example, tmp_path)
+    assert not list(indexed_example.glob("pwned-*")) and not list(tmp_path.glob("pwned-*"))
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_a_line_that_ends_the_here_document_runs_nothing_after_it(
+    indexed_example: Path, tmp_path: Path, shell: str
+) -> None:
+    # The delimiter typed on a line of its own ends the here-document early: the shell then
+    # exits with the search's status before it reads the lines after it, so they never run.
+    query = "progetti Laravel\nEND_OF_BRAIN_QUERY\ntouch pwned-after-delimiter\necho pwned"
+    [command] = _shell_lines(query)
+    out = _run_in_shell(command, indexed_example, tmp_path, shell)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "## Search: progetti Laravel"  # the query up to the delimiter
+    assert "pwned" not in out.stdout
     assert not list(indexed_example.glob("pwned-*")) and not list(tmp_path.glob("pwned-*"))
 
 

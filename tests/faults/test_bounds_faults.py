@@ -107,7 +107,8 @@ def test_f5_alias_bomb_stays_bounded(tmp_path: Path) -> None:
     assert "anchors.md" not in warned  # an ordinary alias still works
     database = root / ".brain" / "brain.sqlite"
     assert database.stat().st_size < 5_000_000  # no megabytes of expanded metadata stored
-    found = run_cli("--root", str(root), "search", "basilisk", "--json", "--mode", "bm25", "--where", "copy=x", timeout=HANG)
+    found = run_cli("--root", str(root), "search", "basilisk", "--json", "--mode", "bm25", "--where", "copy=x",
+                    timeout=HANG)
     assert found.returncode == 0, found.stderr
 
 
@@ -159,7 +160,8 @@ def hostile_pdf(pages: int, stream_bytes: int) -> bytes:
         b"<< /Length " + str(len(packed)).encode() + b" /Filter /FlateDecode >>\nstream\n" + packed + b"\nendstream",
     ]
     objects += [
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
     ] * pages
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -187,6 +189,45 @@ def test_f8_pdf_sharing_one_huge_stream_fails_alone(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     unreadable = {item["path"]: item["reason"] for item in json.loads(status.stdout)["unreadable"]}
     assert unreadable == {"bomb.pdf": failed["bomb.pdf"]}
+
+
+def pdf_with_content(content: bytes) -> bytes:
+    """A one-page PDF that draws `content` (an uncompressed content stream) in Helvetica."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_a_pdf_nested_100000_deep_fails_alone_with_that_reason(tmp_path: Path) -> None:
+    """Reliability round two, item 15: it was reported as "no extractable text", the wrong reason."""
+    deep = b"[" * 100_000 + b"(hidden)" + b"]" * 100_000
+    root = tmp_path / "notes"
+    write(root, {
+        "deep-text.pdf": pdf_with_content(b"BT /F1 12 Tf 10 100 Td " + deep + b" TJ ET"),
+        "deep-array.pdf": pdf_with_content(deep + b" BT /F1 12 Tf 10 100 Td (after) Tj ET"),
+        "plain.pdf": pdf_with_content(b"BT /F1 12 Tf 10 100 Td (the plain lighthouse) Tj ET"),
+    })
+    report = index_json(root)
+    failed = reasons(report, "failed")
+    assert sorted(failed) == ["deep-array.pdf", "deep-text.pdf"], failed
+    for reason in failed.values():
+        assert "too deeply" in reason and "no extractable text" not in reason and "Recursion" not in reason
+    assert report["counts"]["added"] == 1
 
 
 # ---------------------------------------------------------------- F10, F11: queries and patterns over HTTP
@@ -219,7 +260,8 @@ def test_f10_query_length_is_capped_and_bodies_are_bounded(served: tuple[Any, Pa
         assert too_long.status_code == 400
         body = too_long.json()
         assert body["field"] == "query" and "characters" in body["error"] and "\n" not in body["error"]
-        huge = client.post("/search", content=b'{"query": "' + b"x" * 3_000_000 + b'"}', headers={"content-type": "application/json"})
+        huge = client.post("/search", content=b'{"query": "' + b"x" * 3_000_000 + b'"}',
+                           headers={"content-type": "application/json"})
         assert huge.status_code == 413 and huge.json()["status"] == 413
         fine = client.post("/search", json={"query": "wyvern lantern " * 100})
         assert fine.status_code == 200 and fine.json()["results"][0]["path"] == "alpha.md"
@@ -301,9 +343,11 @@ def test_f18_bad_paths_over_http_are_json_errors(served: tuple[Any, Path]) -> No
         for response in (
             client.get("/file", params={"path": "a" * 300 + ".md"}),
             client.get("/file", params={"path": "a/" * 3000 + "x.md"}),
-            client.post("/grep", content=b'{"pattern": "x", "path": "\\ud800.md"}', headers={"content-type": "application/json"}),
+            client.post("/grep", content=b'{"pattern": "x", "path": "\\ud800.md"}',
+                        headers={"content-type": "application/json"}),
             client.post("/grep", json={"pattern": "x", "path": "b" * 300 + ".md"}),
-            client.post("/search", content=b'{"query": "x", "path_prefix": "\\ud800"}', headers={"content-type": "application/json"}),
+            client.post("/search", content=b'{"query": "x", "path_prefix": "\\ud800"}',
+                        headers={"content-type": "application/json"}),
         ):
             assert 400 <= response.status_code < 500, response.text
             body = response.json()
@@ -385,7 +429,9 @@ def test_f18_read_only_index_is_a_one_line_error(tmp_path: Path) -> None:
     # The index file alone read-only (its folder writable): a bind mount, since root ignores file modes.
     bound = subprocess.run(["mount", "--bind", database, database], capture_output=True, text=True)
     if bound.returncode != 0:
-        pytest.skip(f"cannot bind-mount here ({bound.stderr.strip() or 'mount failed'}); run as root to test a read-only index")
+        pytest.skip(
+            f"cannot bind-mount here ({bound.stderr.strip() or 'mount failed'}); run as root to test a read-only index"
+        )
     try:
         assert subprocess.run(["mount", "-o", "remount,bind,ro", database], capture_output=True).returncode == 0
         read_only = one_line_error(run_cli("--root", str(root), "index", timeout=HANG))

@@ -20,7 +20,9 @@ def _schemas(url: str) -> list[str]:
     import psycopg
 
     with psycopg.connect(url.split("&corpus=")[0], autocommit=True) as conn:
-        return [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'brain\\_%' ORDER BY 1")]
+        return [
+            r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'brain\\_%' ORDER BY 1")
+        ]
 
 
 # Names that the first mapping folded onto each other (case, punctuation, scripts, length, the rebuild suffix).
@@ -42,7 +44,8 @@ def test_every_folder_name_gets_a_schema_of_its_own(tmp_path: Path, pg_server: s
     assert run_cli("--root", str(roots[COLLIDING.index("x")]), "index", "--full", env=env).returncode == 0
     for number, root in enumerate(roots):
         stats = json.loads(run_cli("--root", str(root), "stats", "--json", env=env).stdout)
-        assert stats["files"] == 1, (COLLIDING[number], stats)  # before: a second folder's index removed the first's rows
+        # before: a second folder's index removed the first's rows
+        assert stats["files"] == 1, (COLLIDING[number], stats)
         found = run_cli("--root", str(root), "search", f"word{number}x", "--mode", "bm25", "--json", env=env)
         assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["note.md"], COLLIDING[number]
     names = [s for s in _schemas(pg_server) if not s.startswith("brain_t")]
@@ -90,8 +93,8 @@ def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -
         refused = {w["path"]: w["reason"] for w in report["warnings"]}
         assert "not valid UTF-8" in refused["bad/caf\\xe9.md"]
         assert "NUL" in refused["nul-body.md"] and "NUL" in refused["nul-front.md"]
-        named = run_cli("--root", str(root), "reindex", os.fsdecode(os.path.join(os.fsencode(root / "bad"), b"caf\xe9.md")),
-                        "--json", env=env)
+        named = run_cli("--root", str(root), "reindex",
+                        os.fsdecode(os.path.join(os.fsencode(root / "bad"), b"caf\xe9.md")), "--json", env=env)
         assert "Traceback" not in named.stderr and json.loads(named.stdout)["failed"][0]["path"].endswith("caf\\xe9.md")
         status = run_cli("--root", str(root), "status", "--json", env=env)
         assert status.returncode == 0 and json.loads(status.stdout)["clean"] is True, status.stdout + status.stderr
@@ -115,3 +118,34 @@ def test_the_hook_names_a_file_whose_name_is_not_utf8(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
     assert "Traceback" not in log and "1 added" in log and "caf\\xe9.md: its name is not valid UTF-8" in log, log
+
+
+@pytest.mark.postgres
+def test_a_killed_full_rebuild_leaves_no_schema_behind_after_the_next_index(tmp_path: Path, pg_server: str) -> None:
+    """Item 11: `index --full` killed while it fills its rebuild schema; the next `brain index` drops it."""
+    import signal
+    import sys
+    import time
+
+    env = {"BRAIN_STORE": pg_server}
+    root = tmp_path / "rebuilt"
+    write(root, {
+        f"n{i:02d}.md": f"# Note {i}\n\n" + f"words of note {i} about the harbour crane. " * 30 for i in range(40)
+    })
+    assert run_cli("--root", str(root), "index", env=env).returncode == 0
+    rebuild = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
+                               env=brain_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    try:
+        while "brain_rebuilt__rebuild" not in _schemas(pg_server):
+            assert rebuild.poll() is None and time.monotonic() < deadline, "the rebuild ended before its schema showed"
+            time.sleep(0.05)
+    finally:
+        rebuild.send_signal(signal.SIGKILL)
+        rebuild.wait(60)
+    assert "brain_rebuilt__rebuild" in _schemas(pg_server)  # what the kill left (the whole corpus's size again)
+    done = run_cli("--root", str(root), "index", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "brain_rebuilt__rebuild" not in _schemas(pg_server)
+    found = run_cli("--root", str(root), "search", "harbour crane", "--mode", "bm25", "--json", env=env)
+    assert len(json.loads(found.stdout)["results"]) == 10  # the old index served throughout and still does

@@ -67,7 +67,9 @@ def test_status_takes_verify_in_its_query_string(client: httpx.Client) -> None:
     ({"query": "alpha", "chunks": 1}, "chunks"),
     ({"query": "alpha", "excerpt_chars": 10_000_000}, "excerpt_chars"),
 ])
-def test_a_json_value_of_the_wrong_type_or_size_is_refused_naming_it(client: httpx.Client, body: dict, field: str) -> None:
+def test_a_json_value_of_the_wrong_type_or_size_is_refused_naming_it(
+    client: httpx.Client, body: dict, field: str
+) -> None:
     answer = client.post("/search", json=body)
     assert answer.status_code == 422 and answer.json()["field"] == field, answer.text
 

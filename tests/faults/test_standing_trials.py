@@ -137,7 +137,9 @@ def indexed_paths(root: Path) -> set[str]:
 
 def notes_on_disk(root: Path) -> set[str]:
     """The notes (*.md) under `root`, hidden folders (.brain, .git) left out."""
-    return {p.relative_to(root).as_posix() for p in root.rglob("*.md") if not p.relative_to(root).parts[0].startswith(".")}
+    return {
+        p.relative_to(root).as_posix() for p in root.rglob("*.md") if not p.relative_to(root).parts[0].startswith(".")
+    }
 
 
 def record(figures: list[str], line: str) -> None:
@@ -180,7 +182,9 @@ def brain_files(root: Path) -> dict[str, tuple[int, int]]:
 COMMANDS = {"index": ["index"], "schedule --once": ["schedule", "--once"]}
 
 
-def run_and_kill(root: Path, command: str, delay: float | None, after_first_write: bool) -> tuple[bool, float, float | None]:
+def run_and_kill(
+    root: Path, command: str, delay: float | None, after_first_write: bool
+) -> tuple[bool, float, float | None]:
     """Start `brain COMMAND`; SIGKILL it `delay` seconds after its start (or after its first
     write), unless it ends first. Returns (killed, seconds run, seconds to the first write)."""
     before = brain_files(root)
@@ -270,10 +274,13 @@ def test_sigkill_at_random_points_of_index_and_nightly_rebuild(tmp_path: Path, f
     seconds = time.monotonic() - began
     record(fault_figures, (
         f"SIGKILL trials, seed {SEED}: {runs} runs, {sum(kills.values())} killed mid-run "
-        f"({kills['index']} index, {kills['schedule --once']} schedule --once; {before_first_write} before their first write), "
+        f"({kills['index']} index, {kills['schedule --once']} schedule --once; "
+        f"{before_first_write} before their first write), "
         f"{intact} of {runs} left an intact index that converged; {seconds:.0f} s"
     ))
-    assert sum(kills.values()) >= KILLS, f"only {sum(kills.values())} of {runs} runs were still going when killed (seed {SEED})"
+    assert sum(kills.values()) >= KILLS, (
+        f"only {sum(kills.values())} of {runs} runs were still going when killed (seed {SEED})"
+    )
     assert not problems, f"seed {SEED}:\n" + "\n".join(problems)
     assert done.returncode == 0, done.stderr
     assert not leftovers, leftovers
@@ -305,7 +312,9 @@ class KnownFindings:
     def xfail_if_any(self) -> None:
         """Mark the test xfail naming each finding still seen (strict=False in effect: a fix makes it pass)."""
         if self.seen:
-            pytest.xfail("; ".join(f"{finding}: {whats[0]} (seen {len(whats)}x)" for finding, whats in sorted(self.seen.items())))
+            pytest.xfail("; ".join(
+                f"{finding}: {whats[0]} (seen {len(whats)}x)" for finding, whats in sorted(self.seen.items())
+            ))
 
 
 @pytest.fixture
@@ -321,7 +330,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     except FileNotFoundError:
         pytest.skip("a full disk is a small tmpfs here, and there is no `mount` command")
     if done.returncode != 0:
-        pytest.skip(f"a full disk is a small tmpfs here, and mounting one needs root: {done.stderr.strip() or done.returncode}")
+        pytest.skip(
+            f"a full disk is a small tmpfs here, and mounting one needs root: {done.stderr.strip() or done.returncode}"
+        )
     try:
         yield folder.parent
     finally:
@@ -352,7 +363,9 @@ def assert_one_line_error(stderr: str, what: str) -> None:
 def copies(root: Path, folder: str, count: int) -> dict[str, str]:
     """New notes with the text of old ones (never n07): the writes of new files, with vectors
     from the cache, so a run needs no model and the trials stay cheap on a busy machine."""
-    return {f"{folder}/n{i:02}.md": (root / f"old/n{20 + i % 20:02}.md").read_text(encoding="utf-8") for i in range(count)}
+    return {
+        f"{folder}/n{i:02}.md": (root / f"old/n{20 + i % 20:02}.md").read_text(encoding="utf-8") for i in range(count)
+    }
 
 
 def assert_not_called_damaged(output: str, what: str) -> None:
@@ -404,7 +417,8 @@ def test_a_full_disk_during_index_keeps_the_old_index(small_disk: Path, fault_fi
     assert done.returncode == 0, done.stderr
     assert index_problems(root) == [] and verify_problems(root) == []
     assert indexed_paths(root) == notes_on_disk(root)
-    record(fault_figures, f"full disk during `brain index`: {failed} runs failed, {fitted} fitted, old index intact and converged after each")
+    record(fault_figures, f"full disk during `brain index`: {failed} runs failed, {fitted} fitted, "
+                          "old index intact and converged after each")
     known.xfail_if_any()
 
 
@@ -436,7 +450,8 @@ def test_a_full_disk_during_the_nightly_rebuild_keeps_the_old_index(small_disk: 
             assert "Traceback" not in done.stderr and "Logging error" not in done.stderr, done.stderr[-500:]
             assert_not_called_damaged(done.stderr, f"`brain schedule --once` with {leave} bytes free")
             status = run_cli("--root", str(root), "status", timeout=TIMEOUT)
-            assert_not_called_damaged(status.stdout + status.stderr, f"`brain status` after a rebuild with {leave} bytes free")
+            assert_not_called_damaged(status.stdout + status.stderr,
+                                      f"`brain status` after a rebuild with {leave} bytes free")
         assert not leftovers, f"leftover {leftovers} after a rebuild with {leave} bytes free"
         usable_while_full(known, root, leave)
         filler.unlink()
@@ -459,7 +474,8 @@ def test_a_full_disk_during_the_nightly_rebuild_keeps_the_old_index(small_disk: 
     assert done.returncode == 0, done.stderr
     assert index_problems(root) == [] and verify_problems(root) == []
     assert indexed_paths(root) == notes_on_disk(root)
-    record(fault_figures, f"full disk during the nightly rebuild: {failed + 1} runs failed, {fitted} fitted, old index intact and converged")
+    record(fault_figures, f"full disk during the nightly rebuild: {failed + 1} runs failed, {fitted} fitted, "
+                          "old index intact and converged")
     known.xfail_if_any()
 
 
@@ -527,11 +543,16 @@ def mcp_door(root: Path, log: Path, stop: threading.Event, tally: Tally) -> None
                 if tally.requests % 4 == 3:
                     result = await session.call_tool("memory_get_file", {"path": ANCHORS[1]})
                 else:
-                    result = await session.call_tool("memory_search", {"query": f"{COMMON} ledger", "mode": "bm25", "limit": 5})
+                    result = await session.call_tool(
+                        "memory_search", {"query": f"{COMMON} ledger", "mode": "bm25", "limit": 5}
+                    )
                 tally.requests += 1
                 if result.is_error:
                     tally.failed(f"MCP error: {result.content[0].text if result.content else result}")
-                elif "results" in json.loads(result.content[0].text) and not json.loads(result.content[0].text)["results"]:
+                elif (
+                    "results" in json.loads(result.content[0].text)
+                    and not json.loads(result.content[0].text)["results"]
+                ):
                     tally.found_nothing(f"at {time.strftime('%H:%M:%S')}: {result.content[0].text}")
                 await anyio.sleep(0.1)
 
@@ -608,8 +629,10 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
             # Commits through the post-commit hook: change, add and delete notes; the nightly rebuild half-way.
             while time.monotonic() < deadline and commits < 400:
                 if rebuild is None and time.monotonic() > deadline - DOORS_SECONDS / 2:
-                    rebuild = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "schedule", "--once"],
-                                               env=brain_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    rebuild = subprocess.Popen(
+                        [sys.executable, "-m", "brain", "--root", str(root), "schedule", "--once"],
+                        env=brain_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    )
                 roll = rng.random()
                 if roll < 0.1 and len(latest) > 20:
                     gone = rng.choice(sorted(set(latest) - set(ANCHORS)))
@@ -648,13 +671,17 @@ def test_every_door_at_once_on_one_folder(tmp_path: Path, fault_figures: list[st
         lost.append(f"searching failed: {type(exc).__name__}: {exc}")
     finally:
         searcher.close()
-    hook_log = (root / ".brain" / "hook.log").read_text(encoding="utf-8") if (root / ".brain" / "hook.log").exists() else ""
+    hook_log = (
+        (root / ".brain" / "hook.log").read_text(encoding="utf-8") if (root / ".brain" / "hook.log").exists() else ""
+    )
     hook_failures = [line for line in hook_log.splitlines() if ": failed:" in line]
     errors = sum(len(t.errors) for t in tallies.values())
     record(fault_figures, (
         f"every door at once, seed {SEED}: {seconds:.0f} s, {commits} commits through the hook, "
-        f"searches: {', '.join(t.line() for t in tallies.values())}; rebuild exit {rebuild.returncode if rebuild else 'not run'}; "
-        f"{len(hook_failures)} hook failures, {len(lost)} lost writes, {len(stale)} stale texts, {errors} error responses"
+        f"searches: {', '.join(t.line() for t in tallies.values())}; "
+        f"rebuild exit {rebuild.returncode if rebuild else 'not run'}; "
+        f"{len(hook_failures)} hook failures, {len(lost)} lost writes, {len(stale)} stale texts, "
+        f"{errors} error responses"
     ))
     served = {door: tallies[door].errors[:2] for door in ("HTTP", "MCP") if tallies[door].errors}
     # The /file and memory_get_file reads between searches once made each server drop its own
@@ -707,7 +734,9 @@ def rebuild_searcher(url: str, stop: threading.Event, marks: dict[str, str], tal
             word = words[tally.requests % len(words)]
             tally.requests += 1
             try:
-                response = client.post("/search", json={"query": word, "mode": "hybrid", "limit": len(marks) + REBUILDS})
+                response = client.post(
+                    "/search", json={"query": word, "mode": "hybrid", "limit": len(marks) + REBUILDS}
+                )
             except httpx.HTTPError as exc:
                 tally.failed(f"{type(exc).__name__}: {exc}")
                 continue

@@ -195,7 +195,8 @@ def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_
         git(notes, "rm", "-q", "travel/alps.md")
         write(notes, {"travel/alps.md/day-one.md": f"# Day one\n\nA {NEW_WORD} crossed the pass in the fog.\n"})
         git(notes, "add", "-A")
-        committed = subprocess.run(["git", "commit", "-q", "-m", "a folder instead"], cwd=notes, capture_output=True, text=True)
+        committed = subprocess.run(["git", "commit", "-q", "-m", "a folder instead"], cwd=notes,
+                                   capture_output=True, text=True)
         assert committed.returncode == 0, committed.stderr
         log = (notes / ".brain" / "hook.log").read_text(encoding="utf-8")
         assert "post-commit" in log, log
@@ -205,7 +206,9 @@ def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_
             assert answer.status_code == 200, answer.text
             assert all(OLD_WORD not in hit["preview"] for hit in answer.json()["results"]), answer.text
             assert "travel/alps.md" not in paths_of(answer.json())
-        assert paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json()) == ["travel/alps.md/day-one.md"]
+        assert paths_of(client.post("/search", json={"query": NEW_WORD, "mode": "bm25"}).json()) == [
+            "travel/alps.md/day-one.md"
+        ]
     assert search_json(notes, OLD_WORD)["results"] == []
     verified = run_cli("--root", str(notes), "status", "--verify", "--json")
     assert verified.returncode == 0 and '"clean": true' in verified.stdout, verified.stdout
@@ -255,7 +258,9 @@ def locked_folder(tmp_path: Path) -> Iterator[Path]:
         probe = subprocess.run([setpriv, *WITHOUT_DAC, sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"],
                                capture_output=True, text=True, timeout=60)
         if "PermissionError" not in probe.stderr:
-            pytest.skip(f"a folder with mode 000 stays readable here (setpriv: {probe.stderr.strip()[-200:] or 'listed it'})")
+            pytest.skip(
+                f"a folder with mode 000 stays readable here (setpriv: {probe.stderr.strip()[-200:] or 'listed it'})"
+            )
     finally:
         folder.chmod(0o755)
     yield tmp_path
@@ -290,7 +295,9 @@ def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locke
     finally:
         work.chmod(0o755)
     again = run_cli("--root", str(notes), "index", "--json")
-    assert json.loads(again.stdout)["counts"] == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "removed": 0, "failed": 0}
+    assert json.loads(again.stdout)["counts"] == {
+        "added": 0, "updated": 0, "unchanged": 3, "moved": 0, "removed": 0, "failed": 0
+    }
     assert '"clean": true' in run_cli("--root", str(notes), "status", "--verify", "--json").stdout
     assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
@@ -301,7 +308,9 @@ def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locke
 def bulky_notes(root: Path, count: int = 300) -> Path:
     """Notes that make an index of about 10 MB while embedding only eight texts (every note repeats them)."""
     rng = random.Random(12)
-    words = "alpine ridge hut fog pass certificate server clinic booking queue jobs nginx backup restic sourdough".split()
+    words = (
+        "alpine ridge hut fog pass certificate server clinic booking queue jobs nginx backup restic sourdough"
+    ).split()
     sections = [f"## Section {i}\n\n{' '.join(rng.choice(words) for _ in range(120))}\n" for i in range(8)]
     text = f"# Note\n\nThe {OLD_WORD} log.\n\n" + "\n".join(sections)
     write(root, {f"d{n % 10}/note{n:03d}.md": text for n in range(count)})
@@ -424,3 +433,37 @@ def test_f1_an_index_named_like_a_note_is_refused(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "# A\n\napple\n", "brain.toml": 'database = "index.md"\n'})
     one_line_error(run_cli("--root", str(tmp_path), "index"), "database")
     assert not (tmp_path / "index.md").exists()
+
+
+@pytest.mark.parametrize("with_shm", [False, True], ids=["closed", "shm-left-by-a-reader"])
+def test_a_read_only_index_folder_still_answers_searches(locked_folder: Path, with_shm: bool) -> None:
+    """Reliability round two, item 16: an index this user cannot write is opened read-only, not refused."""
+    import sqlite3
+
+    notes = make_notes(locked_folder / "notes")
+    folder = notes / ".brain"
+    database = folder / "brain.sqlite"
+    keeper = None
+    if with_shm:  # a reader elsewhere keeps the -wal and -shm files in being
+        keeper = sqlite3.connect(database)
+        keeper.execute("SELECT count(*) FROM files").fetchone()
+        assert database.with_name("brain.sqlite-shm").exists()
+    for path in folder.iterdir():
+        path.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        found = run_without_dac("--root", str(notes), "search", "certificate", "--json")
+        assert found.returncode == 0, found.stderr  # before: "attempt to write a readonly database"
+        assert [r["path"] for r in json.loads(found.stdout)["results"]][0] == "work/nginx.md"
+        status = run_without_dac("--root", str(notes), "status")
+        assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+        write(notes, {"work/new.md": "# New\n\na note the index cannot take\n"})
+        refused = run_without_dac("--root", str(notes), "index")
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and "permission" in refused.stderr.lower()
+    finally:
+        folder.chmod(0o755)
+        for path in folder.iterdir():
+            path.chmod(0o644)
+        if keeper is not None:
+            keeper.close()

@@ -96,15 +96,16 @@ def _hooked_repo(root: Path) -> Path:
 def _commit(root: Path, files: dict[str, str]) -> None:
     write(root, files)
     git(root, "add", "-A")
-    done = subprocess.run(["git", "commit", "-q", "-m", "teammate's change"], cwd=root, env=brain_env({"BRAIN_HOOK": "sync"}),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(["git", "commit", "-q", "-m", "teammate's change"], cwd=root,
+                          env=brain_env({"BRAIN_HOOK": "sync"}), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
 
 
 def test_a_committed_store_is_not_used_by_the_hook_until_approved(tmp_path: Path, listener: Listener) -> None:
     root = _hooked_repo(tmp_path / "notes")
     hostile = f"postgresql://mallory@127.0.0.1:{listener.port}/notes"
-    _commit(root, {"brain.toml": f'store = "{hostile}"\n', "projects/beta.md": "# Beta\n\nUncommitted plans for beta.\n"})
+    _commit(root, {"brain.toml": f'store = "{hostile}"\n',
+                   "projects/beta.md": "# Beta\n\nUncommitted plans for beta.\n"})
     log = (root / ".brain" / "hook.log").read_text(encoding="utf-8")
     assert listener.connections == 0, log  # before the fix the hook connected and sent PGPASSWORD
     assert "store = 'postgresql://mallory@127.0.0.1" in log and "brain trust" in log
@@ -178,7 +179,11 @@ def test_config_set_approves_what_this_user_types(tmp_path: Path, endpoint: Mode
     assert row["value"] == url and "not approved" not in row["origin"]
     assert run_cli("--root", str(root), "trust").stdout.startswith("nothing to approve")
     assert run_cli("--root", str(root), "trust", "--revoke").stdout.startswith("forgot 1 approved value")
-    row = next(r for r in json.loads(run_cli("--root", str(root), "config", "show", "--json").stdout) if r["key"] == "ask.base_url")
+    row = next(
+        r
+        for r in json.loads(run_cli("--root", str(root), "config", "show", "--json").stdout)
+        if r["key"] == "ask.base_url"
+    )
     assert row["value"] == "" and "not approved" in row["origin"]
 
 

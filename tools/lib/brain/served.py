@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import BrainError, PathRefused
+from .errors import BrainError, PathRefused, Unavailable, user_error
 
 CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 DEFAULT_CORPUS = "default"
@@ -106,7 +106,9 @@ def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
             candidate = literal
     real = Path(os.path.realpath(candidate))
     if real != root and root not in real.parents:
-        raise PathRefused(f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field)
+        raise PathRefused(
+            f"path {raw!r} leads outside the notes folder (a symlink out); it cannot be read", field=field
+        )
     found = sources.source_for(settings, candidate)
     if isinstance(found, str):
         reason = found.split(": ", 1)[-1]
@@ -148,6 +150,9 @@ class ServedCorpus:
     config: str | None = None
     _brain: Any = field(default=None, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # Writes (`index`) take a lock of their own: a search must never wait behind one (it waited 37 s
+    # behind a POST /index). The index's store takes the writer lock across processes itself.
+    _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def brain(self) -> Any:
@@ -186,8 +191,27 @@ class ServedCorpus:
         elif name == "grep" and params.get("path") is not None and params["path"].strip():
             params["path"] = _note_or_folder(settings, params["path"])
             field_name = "path"
-        with self._lock, _not_indexed_is_not_found(field_name or "path"):
-            return _as_dict(getattr(self.brain, op.method)(**params))
+        lock = self._lock if op.read_only else self._write_lock
+        with lock, _not_indexed_is_not_found(field_name or "path"):
+            try:
+                return _as_dict(getattr(self.brain, op.method)(**params))
+            except Exception as exc:
+                known = user_error(exc)
+                if not isinstance(known, Unavailable):
+                    raise
+                # The connection this corpus held died with its server (a restart): drop it, and ask a
+                # read once more on a new one, so the first request after a restart is answered, not a 500.
+                self.brain.close()
+                if not op.read_only:
+                    raise known from None
+            try:
+                return _as_dict(getattr(self.brain, op.method)(**params))
+            except Exception as exc:
+                known = user_error(exc)
+                if isinstance(known, Unavailable):
+                    self.brain.close()
+                    raise known from None
+                raise
 
     def search(self, query: str, **params: Any) -> dict[str, Any]:
         """`run("search", …)` with the defaults filled in: what the warm-up and the tests call."""

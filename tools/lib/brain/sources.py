@@ -79,7 +79,8 @@ class ExtractionError(Exception):
 
 
 class NoteRefused(ExtractionError):
-    """A path brain will not read: it leads outside the roots, into a hidden or ignored file, a loop or a special file."""
+    """A path brain will not read: it leads outside the roots, into a hidden or ignored file, a loop or a
+    special file."""
 
 
 LOOP_REASON = "symlink loop (the links point at each other); fix or remove the link"
@@ -155,7 +156,9 @@ class IgnoreRules:
         parent = folder.parent
         top = self.git_top if self.git_top is not None else self.settings.root
         inside = folder == top or top in folder.parents
-        levels = list(self.levels_for(parent)) if inside and folder != top and parent != folder else list(self.base_levels)
+        levels = (
+            list(self.levels_for(parent)) if inside and folder != top and parent != folder else list(self.base_levels)
+        )
         for name in IGNORE_FILES:
             if name == ".gitignore" and self.git_top is None:
                 continue
@@ -304,7 +307,8 @@ def check_path_text(text: str, field: str = "path") -> None:
 
 
 def path_filter(raw: str | None, field: str = "path", root: Path | None = None) -> str | None:
-    """A search's path filter, checked: a folder (or note) relative to the notes folder, forward slashes, or None for all.
+    """A search's path filter, checked: a folder (or note) relative to the notes folder, forward slashes,
+    or None for all.
 
     It only narrows results, but a filter outside the notes folder (absolute, a
     drive, climbing out with `..`, or, given the `root`, a folder there that is
@@ -325,12 +329,15 @@ def path_filter(raw: str | None, field: str = "path", root: Path | None = None) 
         real = Path(os.path.realpath(candidate))
         inside = Path(os.path.realpath(root))
         if os.path.lexists(candidate) and real != inside and inside not in real.parents:
-            raise PathRefused(f"path filter {raw!r} leads outside the notes folder (a link out); it cannot match", field=field)
+            raise PathRefused(
+                f"path filter {raw!r} leads outside the notes folder (a link out); it cannot match", field=field
+            )
     return "/".join(parts)
 
 
 def under_filter(rel: str, folder: str) -> bool:
-    """True when the indexed path `rel` is the note `folder` names or lies inside that folder (not `appunt` for `appunti/`)."""
+    """True when the indexed path `rel` is the note `folder` names or lies inside that folder
+    (not `appunt` for `appunti/`)."""
     return rel == folder or rel.startswith(folder + "/")
 
 
@@ -517,7 +524,8 @@ def read_target(settings: Settings, real: Path, max_bytes: int) -> bytes:
 
 def _too_big(size: float, max_bytes: int) -> ExtractionError:
     return ExtractionError(
-        f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit; raise max_file_mb in brain.toml to index it"
+        f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit; "
+        "raise max_file_mb in brain.toml to index it"
     )
 
 
@@ -725,7 +733,9 @@ def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
         return body, {}, [f"frontmatter is not valid YAML ({first}); metadata ignored"]
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         # The safe constructor raises these for values like `date: 2024-13-45`.
-        return body, {}, [f"frontmatter has a value YAML cannot build ({type(exc).__name__}: {str(exc)[:120]}); metadata ignored"]
+        return body, {}, [
+            f"frontmatter has a value YAML cannot build ({type(exc).__name__}: {str(exc)[:120]}); metadata ignored"
+        ]
     if data is None:
         return body, {}, []
     if not isinstance(data, dict):
@@ -768,12 +778,14 @@ def readable_name(name: str) -> str:
 
 
 def readable_path(rel: str) -> str:
-    """The folders and file name of a relative path, made readable (`projects/nexum/index.md` → `projects nexum index`)."""
+    """The folders and file name of a relative path, made readable
+    (`projects/nexum/index.md` → `projects nexum index`)."""
     return " ".join(readable_name(part) for part in rel.split("/") if part)
 
 
 def note_title(name: str, text: str, metadata: dict[str, Any]) -> str:
-    """A note's title: frontmatter `title`, else its first H1 (outside fenced code), else its file name made readable."""
+    """A note's title: frontmatter `title`, else its first H1 (outside fenced code), else its file name
+    made readable."""
     given = metadata.get("title")
     if isinstance(given, (str, int, float)) and str(given).strip():
         return " ".join(str(given).split())[:TITLE_MAX_CHARS]
@@ -872,7 +884,8 @@ def note_card(metadata: dict[str, Any]) -> str:
 # 9 minutes, and `status` paid it again on every run. Past a bound the file fails
 # with the reason; text PDFs of a thousand pages stay well inside all three.
 PDF_MAX_PAGES = 5000
-PDF_MAX_CONTENT_BYTES = 32_000_000  # page content once decompressed, summed over pages (a shared stream counts each time)
+# page content once decompressed, summed over pages (a shared stream counts each time)
+PDF_MAX_CONTENT_BYTES = 32_000_000
 PDF_MAX_SECONDS = 30.0  # text extraction of one file
 
 
@@ -918,7 +931,9 @@ def _extract_pdf(data: bytes) -> ExtractedText:
                 raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy") from None
         count = len(reader.pages)
         if count > PDF_MAX_PAGES:
-            raise ExtractionError(f"PDF has {count:,} pages, over the {PDF_MAX_PAGES:,}-page limit; split it into parts")
+            raise ExtractionError(
+                f"PDF has {count:,} pages, over the {PDF_MAX_PAGES:,}-page limit; split it into parts"
+            )
         # Measured before any text is extracted, so a hostile file fails in a second.
         sizes: dict[int, int] = {}
         content = 0
@@ -943,6 +958,11 @@ def _extract_pdf(data: bytes) -> ExtractedText:
         ) from None
     except ExtractionError:
         raise
+    except RecursionError:  # pypdf parses nested arrays and dictionaries by recursion
+        raise ExtractionError(
+            "PDF nests arrays or dictionaries too deeply to read (a damaged or hostile file); "
+            "save it again as a plain PDF"
+        ) from None
     except Exception as exc:  # pypdf raises a wide range on damaged files (PdfReadError, ValueError, KeyError…)
         raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not any(p.strip() for p in pages):

@@ -49,14 +49,17 @@ def store_location(settings: Any) -> str:
 
 
 def open_store(
-    settings: Any, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None, stemmer: str | None = None
+    settings: Any, *, create: bool = True, readonly: bool = False, tokenizer: str | None = None,
+    stemmer: str | None = None
 ) -> Index:
     """The index of these settings: a SqliteStore on the SQLite file, or a PostgresStore on the server `store` names."""
     location = store_location(settings)
     if location:
         from .postgres import PostgresStore
 
-        store = PostgresStore(location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer)
+        store = PostgresStore(
+            location, settings.root.name, create=create, readonly=readonly, tokenizer=tokenizer, stemmer=stemmer
+        )
         if store.created and settings.database_path.exists():
             # A folder moving to the server: the vectors its SQLite index holds are not computed again.
             store.import_embedding_cache(settings.database_path)
@@ -73,7 +76,10 @@ def hide_password(location: str) -> str:
     if parts.password:
         userinfo, _, host = netloc.rpartition("@")
         netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*/:")
+    query = urlencode(
+        [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="*/:",
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

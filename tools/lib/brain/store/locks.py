@@ -19,7 +19,8 @@ _HELD = threading.local()
 
 @contextlib.contextmanager
 def writer_lock(
-    db_path: Path, wait_seconds: float = 600.0, *, also: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None
+    db_path: Path, wait_seconds: float = 600.0, *,
+    also: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None
 ) -> Iterator[None]:
     """One writer at a time per database (hook, watcher, scheduler, CLI); readers never wait.
 
@@ -43,7 +44,10 @@ def writer_lock(
         db_path.parent.mkdir(parents=True, exist_ok=True)  # the indexer made `.brain/` ignore itself first
         handle = open(lock_path, "a+")
     except OSError as exc:
-        raise BrainError(f"cannot write beside the index at {db_path} ({exc.strerror}); check the folder's permissions or set `database`") from None
+        raise BrainError(
+            f"cannot write beside the index at {db_path} ({exc.strerror}); "
+            "check the folder's permissions or set `database`"
+        ) from None
     deadline = time.monotonic() + wait_seconds
     try:
         while True:
@@ -52,7 +56,9 @@ def writer_lock(
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise BrainError(f"another brain process is writing {db_path} for over {wait_seconds:.0f}s; try again later") from None
+                    raise BrainError(
+                        f"another brain process is writing {db_path} for over {wait_seconds:.0f}s; try again later"
+                    ) from None
                 time.sleep(0.1)
         held[key] = 1
         try:
@@ -68,7 +74,8 @@ def writer_lock(
 
 @contextlib.contextmanager
 def server_writer_lock(settings: Any, wait_seconds: float) -> Iterator[None]:
-    """The writer lock a PostgreSQL corpus keeps on its server, shared by every machine that writes it; nothing for SQLite.
+    """The writer lock a PostgreSQL corpus keeps on its server, shared by every machine that writes it;
+    nothing for SQLite.
 
     The lock file beside `database` guards one machine; clones on several
     machines write one corpus, and a hook's write landing in the live schema

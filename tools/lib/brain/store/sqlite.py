@@ -123,7 +123,8 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF __COLUMNS__ ON chunks BEG
     INSERT INTO chunks_fts(rowid, __COLUMNS__) VALUES (new.id, __NEW__);
 END;
 """.replace("__COLUMNS__", ", ".join(FTS_COLUMNS)).replace(
-    "__NEW__", ", ".join(f"new.{c}" for c in FTS_COLUMNS)).replace("__OLD__", ", ".join(f"old.{c}" for c in FTS_COLUMNS))
+    "__NEW__", ", ".join(f"new.{c}" for c in FTS_COLUMNS)).replace(
+    "__OLD__", ", ".join(f"old.{c}" for c in FTS_COLUMNS))
 
 # Schema 2 → 3: FTS5 read heading_path and text directly. The copies start as the
 # text itself (stemmer "none", what that index was built with); the next `brain index`
@@ -205,7 +206,8 @@ class SqliteStore(MetaRecords):
         stemmer: str | None = None,
         page_size: int | None = None,
     ) -> None:
-        """Open (or create) the index at `path`; `tokenizer`, `stemmer` and `page_size` are used only when it is created."""
+        """Open (or create) the index at `path`; `tokenizer`, `stemmer` and `page_size` are used only when it
+        is created."""
         self.path = path
         self._new_page_size = page_size
         self.tokenizer = tokenizer or FTS_TOKENIZER
@@ -222,11 +224,22 @@ class SqliteStore(MetaRecords):
                     raise BrainError(f"no index at {path}; run `brain index` first")
                 path.parent.mkdir(parents=True, exist_ok=True)  # the indexer made `.brain/` ignore itself first
         except OSError as exc:
-            raise BrainError(f"cannot open the index at {path} ({exc.strerror}); check the folder's permissions or set `database`") from None
+            raise BrainError(
+                f"cannot open the index at {path} ({exc.strerror}); "
+                "check the folder's permissions or set `database`"
+            ) from None
+        # An index this process may read but not write (a read-only `.brain/`, someone else's copy) is
+        # opened read-only, so searches go on: SQLite would otherwise fail at the first read, unable to
+        # make the -shm file a WAL reader needs. Without one to read, nobody can be writing: immutable.
+        if not create and not readonly and not _writable(path):
+            readonly = True
+        target, uri = (_readonly_uri(path), True) if readonly and not _writable(path) else (str(path), False)
         for attempt in range(3):
             before = _file_identity(path)
             try:
-                self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+                self.conn = sqlite3.connect(
+                    target, timeout=30.0, isolation_level=None, check_same_thread=False, uri=uri
+                )
                 self.conn.execute("PRAGMA busy_timeout = 30000")
                 self._prepare(readonly)
             except sqlite3.Error as exc:
@@ -253,10 +266,14 @@ class SqliteStore(MetaRecords):
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
-            raise BrainError(f"{self.path} is an SQLite database of another program; set `database` in brain.toml to another path")
+            raise BrainError(
+                f"{self.path} is an SQLite database of another program; "
+                "set `database` in brain.toml to another path"
+            )
         if version > SCHEMA_VERSION:
             raise BrainError(
-                f"{self.path} was written by a newer brain (schema {version}, this one reads {SCHEMA_VERSION}); upgrade brain-search"
+                f"{self.path} was written by a newer brain (schema {version}, this one reads {SCHEMA_VERSION}); "
+                "upgrade brain-search"
             )
         conn.execute("PRAGMA foreign_keys = ON")
         if readonly:
@@ -284,10 +301,14 @@ class SqliteStore(MetaRecords):
                     conn.execute(statement)
                 if upgrading and version < 4:
                     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-                    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('keyword_fields', ?)", (MIGRATED_FIELDS,))
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES ('keyword_fields', ?)", (MIGRATED_FIELDS,)
+                    )
                 conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('stemmer', ?)", (stemmer,))
                 # What the FTS table really uses: an older index keeps its own tokenizer until rebuilt.
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('fts_tokenizer', ?)", (self.fts_tokenizer(),)
+                )
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -309,7 +330,8 @@ class SqliteStore(MetaRecords):
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
-        """Every read inside sees one snapshot of the index: a rebuild swapped in meanwhile is seen after, never halfway.
+        """Every read inside sees one snapshot of the index: a rebuild swapped in meanwhile is seen after,
+        never halfway.
 
         A search reads the vectors, the keyword matches and then the chunk rows
         in separate statements; a rebuild's copy committed between them made
@@ -389,12 +411,16 @@ class SqliteStore(MetaRecords):
         return file_row(row) if row else None
 
     def _rows_of(self, sql: str, keys: Iterable[Any], *before: Any) -> Iterator[Any]:
-        """The rows of `sql` for these keys, 500 at a time: its `IN (?)` takes a batch, `before` fills the marks ahead of it."""
+        """The rows of `sql` for these keys, 500 at a time: its `IN (?)` takes a batch, `before` fills the
+        marks ahead of it."""
         for part in in_batches(keys):
             yield from self.conn.execute(sql.replace("IN (?)", f"IN ({','.join('?' * len(part))})"), (*before, *part))
 
     def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
-        return {r[0]: file_row(r) for r in self._rows_of(f"SELECT {FILE_COLUMNS} FROM files WHERE id IN (?)", map(int, ids))}
+        return {
+            r[0]: file_row(r)
+            for r in self._rows_of(f"SELECT {FILE_COLUMNS} FROM files WHERE id IN (?)", map(int, ids))
+        }
 
     def replace_file(
         self,
@@ -429,26 +455,28 @@ class SqliteStore(MetaRecords):
                 file_id = row[0]
                 conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
                 conn.execute(
-                    "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=?,"
+                    "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=?,"  # noqa: E501
                     " title=?, language=? WHERE id=?",
                     (*values, file_id),
                 )
             else:
                 file_id = conn.execute(
-                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language)"
+                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language)"  # noqa: E501
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (path, *values),
                 ).lastrowid
             fields = (keywords.title, keywords.meta, keywords.path)
             for seq, c in enumerate(chunks):
                 chunk_id = conn.execute(
-                    "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"
+                    "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector,"  # noqa: E501
                     " fts_heading, fts_text, fts_title, fts_meta, fts_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
-                     c.embed_hash, c.vector, *c.keyword_copies, *fields),
+                    (file_id, seq, c.text, c.heading_path, c.start_line, c.end_line,
+                     json.dumps(c.pages) if c.pages else None, c.embed_hash, c.vector, *c.keyword_copies, *fields),
                 ).lastrowid
                 if c.vector is None and c.pending_text is not None:
-                    conn.execute("INSERT INTO pending_vectors(chunk_id, text) VALUES (?, ?)", (chunk_id, c.pending_text))
+                    conn.execute(
+                        "INSERT INTO pending_vectors(chunk_id, text) VALUES (?, ?)", (chunk_id, c.pending_text)
+                    )
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""
@@ -461,8 +489,10 @@ class SqliteStore(MetaRecords):
             conn.execute("DELETE FROM files WHERE path = ?", (new,))
             conn.execute("UPDATE files SET path=?, size=?, mtime_ns=?, indexed_at=?, title=? WHERE path=?",
                          (new, size, mtime_ns, timestamp(), title, old))
-            conn.execute("UPDATE chunks SET fts_title = ?, fts_path = ? WHERE file_id = (SELECT id FROM files WHERE path = ?)",
-                         (keywords.title, keywords.path, new))
+            conn.execute(
+                "UPDATE chunks SET fts_title = ?, fts_path = ? WHERE file_id = (SELECT id FROM files WHERE path = ?)",
+                (keywords.title, keywords.path, new),
+            )
 
     def remove_files(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -473,7 +503,9 @@ class SqliteStore(MetaRecords):
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         """The cached vectors of these embedded-text hashes for `model` (a hash not cached is left out)."""
-        return dict(self._rows_of("SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (?)", hashes, model))
+        return dict(self._rows_of(
+            "SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (?)", hashes, model
+        ))
 
     def cache_vectors(self, model: str, items: Sequence[tuple[str, bytes]]) -> None:
         with self.transaction() as conn:
@@ -492,7 +524,8 @@ class SqliteStore(MetaRecords):
             " ORDER BY p.chunk_id LIMIT ?", (limit,))]
 
     def set_vectors(self, items: Sequence[tuple[int, str, bytes]]) -> int:
-        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns how many took one.
+        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns
+        how many took one.
 
         A chunk rewritten meanwhile (another embed hash, or gone) is left alone:
         its new row has a pending vector of its own.
@@ -511,7 +544,9 @@ class SqliteStore(MetaRecords):
 
     def pending_among(self, ids: Sequence[int]) -> set[int]:
         """Which of these chunks wait for their vector."""
-        return {r[0] for r in self._rows_of("SELECT chunk_id FROM pending_vectors WHERE chunk_id IN (?)", map(int, ids))}
+        return {
+            r[0] for r in self._rows_of("SELECT chunk_id FROM pending_vectors WHERE chunk_id IN (?)", map(int, ids))
+        }
 
     # ------------------------------------------------------------ extracted text (PDFs)
     # Extracting a PDF costs tens of milliseconds per page, so grep, get and ask
@@ -568,7 +603,7 @@ class SqliteStore(MetaRecords):
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matches (id INTEGER PRIMARY KEY, score REAL NOT NULL)")
             self.conn.execute("DELETE FROM temp.matches")
             self.conn.execute(
-                f"INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts, {_bm25_weights()}) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                f"INSERT INTO temp.matches SELECT rowid, -bm25(chunks_fts, {_bm25_weights()}) FROM chunks_fts WHERE chunks_fts MATCH ?",  # noqa: E501
                 (match,),
             )
             for extra, factor in also:
@@ -583,11 +618,14 @@ class SqliteStore(MetaRecords):
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
 
     def terms_found(self, terms: list[str]) -> int:
-        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one chunk."""
+        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least
+        one chunk."""
         found = 0
         try:
             for term in terms:
-                found += self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (term,)).fetchone() is not None
+                found += self.conn.execute(
+                    "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (term,)
+                ).fetchone() is not None
         except sqlite3.OperationalError as exc:
             raise BrainError(f"keyword search failed ({exc}); report this query as a bug") from None
         return found
@@ -595,11 +633,12 @@ class SqliteStore(MetaRecords):
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
+        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also`
+        that matched."""
         params = [limit, json.dumps([int(c) for c in also])]
         kept = ""
         if file_ids is not None:
-            kept = ("WITH k AS MATERIALIZED (SELECT m.id, m.score FROM temp.matches AS m JOIN chunks ON chunks.id = m.id"
+            kept = ("WITH k AS MATERIALIZED (SELECT m.id, m.score FROM temp.matches AS m JOIN chunks ON chunks.id = m.id"  # noqa: E501
                     " WHERE chunks.file_id IN (SELECT value FROM json_each(?3))) ")
             params.append(json.dumps([int(f) for f in file_ids]))
         table = "k" if kept else "temp.matches"
@@ -614,7 +653,8 @@ class SqliteStore(MetaRecords):
         return False
 
     def maintain_indexes(self) -> bool:
-        """Nothing to build: SQLite's indexes are made with its tables, its vectors scanned exactly (the store interface); False."""
+        """Nothing to build: SQLite's indexes are made with its tables, its vectors scanned exactly (the store
+        interface); False."""
         return False
 
     def nearest_vectors(
@@ -635,7 +675,9 @@ class SqliteStore(MetaRecords):
     def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
         """The exact cosine of each of these chunks with `query` (a chunk without a vector has none)."""
         q = np.asarray(query, dtype=np.float32)
-        return {cid: float(np.frombuffer(vector, dtype=np.float32) @ q) for cid, vector in self.chunk_vectors(ids).items()}
+        return {
+            cid: float(np.frombuffer(vector, dtype=np.float32) @ q) for cid, vector in self.chunk_vectors(ids).items()
+        }
 
     def vector_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, vectors) of every embedded chunk, by id; vectors as one float32 matrix.
@@ -670,12 +712,15 @@ class SqliteStore(MetaRecords):
         return dict(self._rows_of("SELECT id, fts_title FROM chunks WHERE id IN (?)", map(int, ids)))
 
     def count_matches(self, match: str, cap: int) -> int:
-        """How many chunks match an FTS5 expression, counting no further than `cap` (a common word costs no more than a rare one)."""
+        """How many chunks match an FTS5 expression, counting no further than `cap` (a common word costs no
+        more than a rare one)."""
         return int(self.conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
+            "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)", (match, cap)
+        ).fetchone()[0])
 
     def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
-        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
+        """The index terms that begin with the character `first`, of at least `min_length` characters, with
+        how many chunks hold each.
 
         fts5vocab seeks to a range of terms, so only that part of the index is read.
         """
@@ -691,7 +736,7 @@ class SqliteStore(MetaRecords):
     def texts_matching(self, match: str, limit: int) -> list[str]:
         """The raw text of up to `limit` chunks that match an FTS5 expression (to show a word as people write it)."""
         return [r[0] for r in self.conn.execute(
-            "SELECT c.text FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? LIMIT ?",
+            "SELECT c.text FROM chunks_fts JOIN chunks AS c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? LIMIT ?",  # noqa: E501
             (match, limit))]
 
     def copy_from(self, other: Path) -> None:
@@ -719,15 +764,23 @@ class SqliteStore(MetaRecords):
 
     def chunk_vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
         """The vectors of these chunks, as float32 bytes (a chunk without one is left out)."""
-        return dict(self._rows_of("SELECT id, vector FROM chunks WHERE id IN (?) AND vector IS NOT NULL", map(int, ids)))
+        return dict(self._rows_of(
+            "SELECT id, vector FROM chunks WHERE id IN (?) AND vector IS NOT NULL", map(int, ids)
+        ))
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         """These chunks' rows, without their vectors (an id no chunk has is left out)."""
-        return {r[0]: chunk_row(r) for r in self._rows_of(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN (?)", map(int, ids))}
+        return {
+            r[0]: chunk_row(r)
+            for r in self._rows_of(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN (?)", map(int, ids))
+        }
 
     def file_chunks(self, file_id: int) -> list[ChunkRow]:
         """A file's chunks in order."""
-        return [chunk_row(r) for r in self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE file_id=? ORDER BY seq", (file_id,))]
+        return [
+            chunk_row(r)
+            for r in self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE file_id=? ORDER BY seq", (file_id,))
+        ]
 
     # ------------------------------------------------------------ stats
 
@@ -757,12 +810,14 @@ class SqliteStore(MetaRecords):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def remove_rebuild_leftovers(self) -> list[str]:
-        """Delete what a killed or failed rebuild left beside this index; call it under the writer lock. Returns what went."""
+        """Delete what a killed or failed rebuild left beside this index; call it under the writer lock.
+        Returns what went."""
         return remove_rebuild_files(self.path)
 
 
 def _bm25_weights() -> str:
-    """FIELD_WEIGHTS as bm25()'s arguments, in column order (read per query, so tools/bench/field_weights.py can vary them)."""
+    """FIELD_WEIGHTS as bm25()'s arguments, in column order (read per query, so tools/bench/field_weights.py
+    can vary them)."""
     return ", ".join(repr(float(FIELD_WEIGHTS[f])) for f in FIELDS)
 
 
@@ -787,6 +842,19 @@ def _split_sql(script: str) -> list[str]:
 def rebuild_path(db_path: Path) -> Path:
     """Where a full rebuild writes its new database, beside the live one."""
     return db_path.with_name(db_path.name + ".rebuild")
+
+
+def _writable(path: Path) -> bool:
+    """True when this process may write the index and make its -wal and -shm files beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _readonly_uri(path: Path) -> str:
+    """An SQLite URI that reads `path` without writing anything: immutable when there is no -shm to share."""
+    from urllib.parse import quote
+
+    shared = path.with_name(path.name + "-shm").exists()
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if shared else "&immutable=1")
 
 
 def remove_rebuild_files(db_path: Path) -> list[str]:
@@ -833,7 +901,10 @@ def _interrupted_rebuild(db_path: Path, had_index: bool, stamp: str) -> str:
     if swapped:
         return f"interrupted after the rebuilt index was swapped in; the index at {db_path} is the new, complete one"
     if not had_index:
-        return "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; run `brain index`"
+        return (
+            "interrupted; the rebuild stopped before it wrote an index and its partial file was removed; "
+            "run `brain index`"
+        )
     return (f"interrupted; the rebuild stopped and its partial file was removed; the old index at {db_path} is kept "
             "as it was and is still served; run `brain index --full` again to rebuild")
 

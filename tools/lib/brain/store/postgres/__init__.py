@@ -21,7 +21,8 @@ from .corpus import PostgresStore, index_exists, rebuilding
 from .schema import HNSW_INDEX, HNSW_THRESHOLD, SCHEMA_VERSION
 
 __all__ = [
-    "HNSW_INDEX", "HNSW_THRESHOLD", "INSTALL_HINT", "REBUILD_SUFFIX", "SCHEMA_PREFIX", "SCHEMA_VERSION", "PostgresStore",
+    "HNSW_INDEX", "HNSW_THRESHOLD", "INSTALL_HINT", "REBUILD_SUFFIX", "SCHEMA_PREFIX", "SCHEMA_VERSION",
+    "PostgresStore",
     "corpus_writer_lock", "index_exists", "is_postgres_location", "rebuilding", "schema_name", "shown_location",
     "split_location",
 ]

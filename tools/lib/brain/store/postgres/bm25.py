@@ -1,4 +1,5 @@
-"""FTS5's bm25() computed from the postings the server reads, so a keyword score means the same number on both stores."""
+"""FTS5's bm25() computed from the postings the server reads, so a keyword score means the same number on both
+stores."""
 
 from __future__ import annotations
 
@@ -59,7 +60,9 @@ def bm25_scores(
     return scores
 
 
-def sum_by_chunk(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sum_by_chunk(
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(chunk ids, file ids, scores) pieces as one, each chunk once with its scores added, by chunk id."""
     if not any(len(p[0]) for p in parts):  # nothing matched (several empty pieces too: a word and a phrase)
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)

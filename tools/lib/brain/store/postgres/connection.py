@@ -1,4 +1,5 @@
-"""Reaching a PostgreSQL server: the `store` URL, corpus names and their schemas, the connection pool, the corpus writer lock."""
+"""Reaching a PostgreSQL server: the `store` URL, corpus names and their schemas, the connection pool, the corpus
+writer lock."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ...errors import BrainError
 from ...excerpt import fold
@@ -29,7 +30,9 @@ def split_location(location: str) -> tuple[str, str | None]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     corpus = next((v for k, v in query if k == "corpus"), None)
     kept = urlencode([(k, v) for k, v in query if k != "corpus"])
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, kept, parts.fragment)), corpus
+    # Written out, not urlunsplit: that drops the `//` of a URL with no host (postgres:// alone,
+    # or postgresql:///db), which libpq then reads as a key=value string and refuses.
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{kept}" if kept else ""), corpus
 
 
 def shown_location(location: str) -> str:
@@ -76,7 +79,9 @@ def psycopg_module() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise BrainError(f"`store` names a PostgreSQL server but its driver is not installed; run: {INSTALL_HINT}") from None
+        raise BrainError(
+            f"`store` names a PostgreSQL server but its driver is not installed; run: {INSTALL_HINT}"
+        ) from None
     return psycopg
 
 
@@ -116,6 +121,34 @@ def pool_for(conninfo: str, shown: str) -> Any:
         return pool
 
 
+# How long a store waits for a pooled connection before it looks at why: a server that is down answers
+# 503 at once (requests had queued for 30 s each), a pool that is merely all in use lends a direct one.
+POOL_WAIT = 2.0
+DIRECT_CONNECT_TIMEOUT = 3  # seconds libpq tries a server before saying it is not answering
+
+
+def take_connection(pool: Any, conninfo: str, shown: str) -> tuple[Any, bool]:
+    """(a connection, whether it is the pool's): the pool's when one comes within POOL_WAIT, else a direct one.
+
+    Any number of open stores works (a server with 17 corpora died at start when the
+    16-connection pool ran dry), up to the server's own max_connections. A server that
+    does not answer raises Unavailable in about DIRECT_CONNECT_TIMEOUT seconds.
+    """
+    from ...errors import Unavailable
+
+    try:
+        return pool.getconn(timeout=POOL_WAIT), True
+    except Exception:  # PoolTimeout: every pooled connection is in use, or the server is gone
+        pass
+    psycopg = psycopg_module()
+    try:
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=DIRECT_CONNECT_TIMEOUT), False
+    except psycopg.Error as exc:
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise Unavailable(f"PostgreSQL at {shown} is not answering ({why}); start it or wait for it, "
+                          "then try again") from None
+
+
 @contextlib.contextmanager
 def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Iterator[None]:
     """Held by a writer of a corpus for a whole unit of work, whichever machine it runs on (a session advisory lock).
@@ -127,7 +160,9 @@ def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Itera
     conninfo, named = split_location(location)
     shown = shown_location(location)
     key = schema_name(named or corpus) + ":write"
-    with pool_for(conninfo, shown).connection() as conn:
+    pool = pool_for(conninfo, shown)
+    conn, pooled = take_connection(pool, conninfo, shown)
+    try:
         deadline = time.monotonic() + wait_seconds
         while not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
             if time.monotonic() >= deadline:
@@ -139,6 +174,9 @@ def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Itera
         finally:
             with contextlib.suppress(Exception):
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+    finally:
+        with contextlib.suppress(Exception):
+            pool.putconn(conn) if pooled else conn.close()
 
 
 def first_error(conninfo: str, psycopg: Any) -> str | None:

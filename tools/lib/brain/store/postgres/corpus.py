@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BrainError, Interrupted
+from ...errors import BrainError, Interrupted, Unavailable
 from ..base import (
     CHUNK_COLUMNS,
     FIELDS,
@@ -48,7 +48,16 @@ from ..base import (
     timestamp,
 )
 from .bm25 import BM25_B, BM25_K1, bm25_scores, class_weights, sum_by_chunk
-from .connection import REBUILD_SUFFIX, legacy_schema_name, pool_for, psycopg_module, schema_name, shown_location, split_location
+from .connection import (
+    REBUILD_SUFFIX,
+    legacy_schema_name,
+    pool_for,
+    psycopg_module,
+    schema_name,
+    shown_location,
+    split_location,
+    take_connection,
+)
 from .schema import (
     DELETE_FILE_POSTINGS,
     HNSW_BUILD_MEMORY,
@@ -73,14 +82,16 @@ META_SECONDS = 1.0
 
 
 def _vector_text(vector: bytes | None) -> str | None:
-    """float32 bytes as pgvector's text input; exact (repr of a float32 widened to float64 reads back the same float32)."""
+    """float32 bytes as pgvector's text input; exact (repr of a float32 widened to float64 reads back the same
+    float32)."""
     if vector is None:
         return None
     return "[" + ",".join(map(repr, np.frombuffer(vector, dtype=np.float32).tolist())) + "]"
 
 
 def _vector_bytes(binary: bytes) -> bytes:
-    """pgvector's binary form (int16 dim, int16 unused, big-endian float32s) as float32 bytes in this machine's order."""
+    """pgvector's binary form (int16 dim, int16 unused, big-endian float32s) as float32 bytes in this machine's
+    order."""
     return np.frombuffer(binary, dtype=">f4", offset=4).astype(np.float32).tobytes()
 
 
@@ -117,11 +128,12 @@ class PostgresStore(MetaRecords):
             raise BrainError(f"unknown FTS tokenizer {self.tokenizer!r}; use one of: {'; '.join(FTS_TOKENIZERS)}")
         self._psycopg = psycopg_module()
         self._pool = pool_for(conninfo, self.shown)
-        self.conn = self._pool.getconn()
+        self.conn, self._pooled = take_connection(self._pool, conninfo, self.shown)
         self._q = '"' + self.schema + '"'
         self._matches: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
         self._totals_at: tuple[int, int, float] | None = None
-        self._hnsw_at: tuple[int, bool, int] | None = None  # (data version, whether the server searches the vectors, chunks)
+        # (data version, whether the server searches the vectors, chunks)
+        self._hnsw_at: tuple[int, bool, int] | None = None
         self._ops: tuple[str, int] | None = None
         self._vector_conn: Any = None  # the vector half's connection (nearest_vectors), taken at its first use
         self._vector_pooled = False
@@ -145,8 +157,12 @@ class PostgresStore(MetaRecords):
         try:
             return self.conn.execute(self._sql(text), params)
         except self._psycopg.OperationalError as exc:
-            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
-                             "check the server and try again") from None
+            raise self._server_failed(exc) from None
+
+    def _server_failed(self, exc: Exception) -> Unavailable:
+        """The one line for a server that failed mid-statement (a restart, a stop): HTTP answers it 503."""
+        return Unavailable(f"PostgreSQL at {self.shown} is not answering ({' '.join(str(exc).split())[:200]}); "
+                           "start it or wait for it, then try again")
 
     def _exists(self) -> bool:
         return self.conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone() is not None
@@ -179,7 +195,8 @@ class PostgresStore(MetaRecords):
             return
         if row[0] != self.corpus:
             raise BrainError(f"schema {self.schema} at {self.shown} holds corpus {row[0]!r}, not {self.corpus!r}; "
-                             "nothing was written: give this folder another name with ?corpus=NAME at the end of `store`")
+                             "nothing was written: give this folder another name with ?corpus=NAME at the end of "
+                             "`store`")
 
     def _import_legacy_cache(self) -> None:
         """A corpus whose name the older mapping folded (`My-Notes` → brain_my_notes) reuses that schema's vectors.
@@ -216,7 +233,7 @@ class PostgresStore(MetaRecords):
         """pgvector's type, qualified by the schema its extension lives in; created when allowed."""
         psycopg = self._psycopg
         row = self.conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"  # noqa: E501
         ).fetchone()
         if row is None:
             try:
@@ -247,7 +264,7 @@ class PostgresStore(MetaRecords):
         if conn is not None:
             self.conn = None
             with contextlib.suppress(Exception):
-                self._pool.putconn(conn)
+                self._pool.putconn(conn) if self._pooled else conn.close()
         second = getattr(self, "_vector_conn", None)
         if second is not None:
             self._vector_conn = None
@@ -294,7 +311,8 @@ class PostgresStore(MetaRecords):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One transaction; it bumps the data version as it ends, so warm readers reload (rolled back on any exception)."""
+        """One transaction; it bumps the data version as it ends, so warm readers reload (rolled back on any
+        exception)."""
         with self.conn.transaction():
             yield self.conn
             # Last, so the row lock that orders concurrent writers is held only until the commit.
@@ -303,7 +321,8 @@ class PostgresStore(MetaRecords):
     # ------------------------------------------------------------ meta
 
     def get_meta(self, key: str) -> str | None:
-        """A meta value; the ones every query reads are kept for META_SECONDS (a round trip each cost more than the search)."""
+        """A meta value; the ones every query reads are kept for META_SECONDS (a round trip each cost more than the
+        search)."""
         if key in _QUERY_META:
             kept = self._meta_cache.get(key)
             if kept is not None and time.monotonic() - kept[0] < META_SECONDS:
@@ -363,7 +382,8 @@ class PostgresStore(MetaRecords):
             return 0  # only schemas of this database can be read from here
         with self.transaction() as conn:
             return conn.execute(self._sql(
-                f'INSERT INTO @.embedding_cache SELECT * FROM "{other}".embedding_cache ON CONFLICT DO NOTHING')).rowcount
+                f'INSERT INTO @.embedding_cache SELECT * FROM "{other}".embedding_cache ON CONFLICT DO NOTHING'
+            )).rowcount
 
     def _import_sqlite_cache(self, path: Path) -> int:
         try:
@@ -398,7 +418,8 @@ class PostgresStore(MetaRecords):
         wanted = [int(i) for i in set(ids)]
         if not wanted:
             return {}
-        return {r[0]: file_row(r) for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
+        return {r[0]: file_row(r)
+                for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
 
     def replace_file(
         self,
@@ -435,33 +456,40 @@ class PostgresStore(MetaRecords):
             tsv, length, counts = keyword_vector((("title", title_s), ("meta", meta_s), ("heading", heading_s),
                                                   ("path", path_s), ("body", text_s)), porter)
             postings.append((length, counts))
-            rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line, json.dumps(c.pages) if c.pages else None,
+            rows.append((seq, c.text, c.heading_path, c.start_line, c.end_line,
+                         json.dumps(c.pages) if c.pages else None,
                          c.embed_hash, _vector_text(c.vector), heading_s, text_s, title_s, meta_s, path_s, tsv, length))
         with self.transaction() as conn:
             file_id = conn.execute(self._sql(
-                "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"
+                "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"  # noqa: E501
                 " language, meta_text) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
                 " ON CONFLICT (path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime_ns=excluded.mtime_ns,"
                 " indexed_at=excluded.indexed_at, metadata=excluded.metadata, status=excluded.status,"
                 " warning=excluded.warning, page_starts=excluded.page_starts, title=excluded.title,"
-                " language=excluded.language, meta_text=excluded.meta_text RETURNING id"), (path, *values)).fetchone()[0]
+                " language=excluded.language, meta_text=excluded.meta_text RETURNING id"),
+                (path, *values)).fetchone()[0]
             conn.execute(self._sql("DELETE FROM @.chunks WHERE file_id = %s"), (file_id,))
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(self._sql(
-                        "INSERT INTO @.chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash,"
+                        "INSERT INTO @.chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash,"  # noqa: E501
                         " vector, fts_heading, fts_text, fts_title, fts_meta, fts_path, tsv, length)"
                         " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)"),
                         [(file_id, *row) for row in rows])
-                ids = dict(conn.execute(self._sql("SELECT seq, id FROM @.chunks WHERE file_id = %s"), (file_id,)).fetchall())
-                self._write_postings(conn, file_id, [(ids[seq], length, counts) for seq, (length, counts) in enumerate(postings)])
-                pending = [(ids[seq], c.pending_text) for seq, c in enumerate(chunks) if c.vector is None and c.pending_text is not None]
+                ids = dict(conn.execute(self._sql("SELECT seq, id FROM @.chunks WHERE file_id = %s"),
+                                        (file_id,)).fetchall())
+                self._write_postings(conn, file_id,
+                                     [(ids[seq], length, counts) for seq, (length, counts) in enumerate(postings)])
+                pending = [(ids[seq], c.pending_text) for seq, c in enumerate(chunks)
+                           if c.vector is None and c.pending_text is not None]
                 if pending:
                     with conn.cursor() as cur:
-                        cur.executemany(self._sql("INSERT INTO @.pending_vectors(chunk_id, text) VALUES (%s, %s)"), pending)
+                        cur.executemany(self._sql("INSERT INTO @.pending_vectors(chunk_id, text) VALUES (%s, %s)"),
+                                        pending)
 
     def _write_postings(self, conn: Any, file_id: int, chunks: Sequence[tuple[int, int, dict[str, list[int]]]]) -> None:
-        """Each chunk's words with their counts per weight class: what bm25() reads, by word (COPY: thousands of rows per file)."""
+        """Each chunk's words with their counts per weight class: what bm25() reads, by word (COPY: thousands of rows
+        per file)."""
         with conn.cursor() as cur, cur.copy(self._sql(
                 "COPY @.postings (lexeme, chunk_id, file_id, length, a, b, c, d) FROM STDIN")) as copy:
             for chunk_id, length, counts in chunks:
@@ -479,14 +507,17 @@ class PostgresStore(MetaRecords):
         with self.transaction() as conn:
             conn.execute(self._sql("DELETE FROM @.files WHERE path = %s"), (new,))
             row = conn.execute(self._sql("UPDATE @.files SET path=%s, size=%s, mtime_ns=%s, indexed_at=%s, title=%s"
-                                         " WHERE path=%s RETURNING id"), (new, size, mtime_ns, timestamp(), title, old)).fetchone()
+                                         " WHERE path=%s RETURNING id"),
+                               (new, size, mtime_ns, timestamp(), title, old)).fetchone()
             if row is None:
                 return
             updates = []
             postings = []
             for cid, meta_s, heading_s, text_s in conn.execute(self._sql(
-                    "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"), (row[0],)).fetchall():
-                tsv, length, counts = keyword_vector((("title", keywords.title), ("meta", meta_s), ("heading", heading_s),
+                    "SELECT id, fts_meta, fts_heading, fts_text FROM @.chunks WHERE file_id = %s"),
+                    (row[0],)).fetchall():
+                tsv, length, counts = keyword_vector((("title", keywords.title), ("meta", meta_s),
+                                                      ("heading", heading_s),
                                                       ("path", keywords.path), ("body", text_s)), porter)
                 updates.append((keywords.title, keywords.path, tsv, length, cid))
                 postings.append((cid, length, counts))
@@ -515,7 +546,7 @@ class PostgresStore(MetaRecords):
             return
         now = timestamp()
         with self.transaction() as conn, conn.cursor() as cur:
-            cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at) VALUES (%s,%s,%s,%s)"
+            cur.executemany(self._sql("INSERT INTO @.embedding_cache(hash, model, vector, created_at) VALUES (%s,%s,%s,%s)"  # noqa: E501
                                       " ON CONFLICT DO NOTHING"), [(h, model, v, now) for h, v in items])
 
     # ------------------------------------------------------------ chunks waiting for their vector
@@ -525,11 +556,12 @@ class PostgresStore(MetaRecords):
         if not self._pending_table:
             return []
         return [PendingVector(int(r[0]), r[1], r[2]) for r in self._execute(
-            "SELECT p.chunk_id, c.embed_hash, p.text FROM @.pending_vectors AS p JOIN @.chunks AS c ON c.id = p.chunk_id"
+            "SELECT p.chunk_id, c.embed_hash, p.text FROM @.pending_vectors AS p JOIN @.chunks AS c ON c.id = p.chunk_id"  # noqa: E501
             " ORDER BY p.chunk_id LIMIT %s", (limit,))]
 
     def set_vectors(self, items: Sequence[tuple[int, str, bytes]]) -> int:
-        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns how many took one.
+        """Give chunks their vectors, (chunk id, embed hash, float32 bytes) each, in one transaction; returns how many
+        took one.
 
         A chunk rewritten meanwhile (another embed hash, or gone) is left alone.
         """
@@ -541,7 +573,8 @@ class PostgresStore(MetaRecords):
                 cur.execute(self._sql("UPDATE @.chunks SET vector = %s WHERE id = %s AND embed_hash = %s"),
                             (_vector_text(vector), chunk_id, embed_hash))
                 done += cur.rowcount
-            cur.execute(self._sql("DELETE FROM @.pending_vectors WHERE chunk_id = ANY(%s)"), ([int(i) for i, _, _ in items],))
+            cur.execute(self._sql("DELETE FROM @.pending_vectors WHERE chunk_id = ANY(%s)"),
+                        ([int(i) for i, _, _ in items],))
         return done
 
     def pending_count(self) -> int:
@@ -587,7 +620,8 @@ class PostgresStore(MetaRecords):
     def bm25(
         self, match: str, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """The best `limit` chunks as (chunk id, keyword score), best first, and the score of those in `also` that match."""
+        """The best `limit` chunks as (chunk id, keyword score), best first, and the score of those in `also` that
+        match."""
         self.score_matches(match)
         return self.pick_matches(limit, also=also, file_ids=file_ids)
 
@@ -633,7 +667,9 @@ class PostgresStore(MetaRecords):
         # Each part holds a chunk once (the words' are summed already): only several parts need adding up.
         self._matches = parts[0] if len(parts) == 1 else sum_by_chunk(parts)
 
-    def _bm25_of_words(self, words: Sequence[str], rows: int, average: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bm25_of_words(
+        self, words: Sequence[str], rows: int, average: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(chunk ids, file ids, bm25) of every chunk holding one of these words, from the postings.
 
         The formula of bm25_scores, each word counted as often as the expression
@@ -657,8 +693,7 @@ class PostgresStore(MetaRecords):
             with self.conn.cursor(binary=True) as cur:
                 found = cur.execute(query, (words,)).fetchall()
         except self._psycopg.OperationalError as exc:
-            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
-                             "check the server and try again") from None
+            raise self._server_failed(exc) from None
         average = average if average > 0 else 1.0
         parts = []
         # Added up word by word in the query's order, as FTS5 adds its phrases: copies of a text tie exactly.
@@ -674,7 +709,8 @@ class PostgresStore(MetaRecords):
         return sum_by_chunk(parts)
 
     def _totals(self) -> tuple[int, float]:
-        """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the table)."""
+        """(chunks, average tokens per chunk), as bm25() needs them; recounted only after a write (a scan of the
+        table)."""
         version = self.data_version()
         if self._totals_at is None or self._totals_at[0] != version:
             # From chunks_length alone (an index-only scan): the table's rows are wide (text, tsvector, vector),
@@ -684,7 +720,8 @@ class PostgresStore(MetaRecords):
         return self._totals_at[1], self._totals_at[2]
 
     def terms_found(self, terms: list[str]) -> int:
-        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one chunk."""
+        """How many of these FTS5 expressions (a quoted word or phrase, or its forms OR-joined) match at least one
+        chunk."""
         found = 0
         porter = self._porter()
         for term in terms:
@@ -707,7 +744,7 @@ class PostgresStore(MetaRecords):
         """
         with self.conn.transaction():
             # Inside a search's snapshot this is a savepoint, whose settings outlive it: put it back after.
-            was = self.conn.execute("SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)"
+            was = self.conn.execute("SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)"  # noqa: E501
                                     ).fetchone()[0]
             rows = self._execute(sql, params).fetchall()
             self.conn.execute("SELECT set_config('enable_seqscan', %s, true)", (was,))
@@ -716,7 +753,8 @@ class PostgresStore(MetaRecords):
     def pick_matches(
         self, limit: int, *, also: Iterable[int] = (), file_ids: Iterable[int] | None = None
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that matched."""
+        """From the last `score_matches`: the best `limit` as (chunk id, BM25), and the BM25 of each of `also` that
+        matched."""
         ids, files, scores = self._matches
         # In numpy: a query matches up to a fifth of a 1M-chunk corpus, and Python loops over
         # its matches cost 20-50 ms a query.
@@ -760,7 +798,8 @@ class PostgresStore(MetaRecords):
     # ------------------------------------------------------------ vector search on the server (HNSW)
 
     def _vector_ops(self) -> tuple[str, int]:
-        """(pgvector's schema as a quoted identifier, the dimension of this index's vectors): what the HNSW statements name."""
+        """(pgvector's schema as a quoted identifier, the dimension of this index's vectors): what the HNSW statements
+        name."""
         if self._ops is None:
             row = self.conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
                                     " WHERE e.extname = 'vector'").fetchone()
@@ -768,7 +807,8 @@ class PostgresStore(MetaRecords):
             if recorded:
                 dimension = int(recorded)
             else:
-                found = self._execute("SELECT vector_dims(vector) FROM @.chunks WHERE vector IS NOT NULL LIMIT 1").fetchone()
+                found = self._execute(
+                    "SELECT vector_dims(vector) FROM @.chunks WHERE vector IS NOT NULL LIMIT 1").fetchone()
                 dimension = int(found[0]) if found else 0
             self._ops = ('"' + row[0].replace('"', '""') + '"', dimension)
         return self._ops
@@ -786,7 +826,8 @@ class PostgresStore(MetaRecords):
         return int(self._execute("SELECT count(*) FROM @.chunks WHERE vector IS NOT NULL").fetchone()[0])
 
     def searches_vectors(self) -> bool:
-        """True when the server answers nearest-vector queries (HNSW, at HNSW_THRESHOLD chunks and more): readers keep no matrix.
+        """True when the server answers nearest-vector queries (HNSW, at HNSW_THRESHOLD chunks and more): readers keep
+        no matrix.
 
         Decided again after every write (the data version), so a corpus that
         crosses the threshold, or a rebuild that swaps in an index, is followed.
@@ -799,7 +840,8 @@ class PostgresStore(MetaRecords):
         return self._hnsw_at[1]
 
     def maintain_indexes(self) -> bool:
-        """Build the indexes a corpus lacks: the HNSW index once it has HNSW_THRESHOLD embedded chunks; True when that was built.
+        """Build the indexes a corpus lacks: the HNSW index once it has HNSW_THRESHOLD embedded chunks; True when that
+        was built.
 
         Called at the end of every batch of writes (a scan, a reindex, a sync,
         a full rebuild before its swap). Once built, PostgreSQL keeps it up to
@@ -898,8 +940,7 @@ class PostgresStore(MetaRecords):
                     f"SELECT id, -(vector OPERATOR({ext}.<#>) %(q)s::{ext}.vector) FROM @.chunks WHERE {where}"
                     f" ORDER BY {order} LIMIT %(limit)s"), params).fetchall()
         except self._psycopg.OperationalError as exc:
-            raise BrainError(f"PostgreSQL at {self.shown} failed ({' '.join(str(exc).split())[:200]}); "
-                             "check the server and try again") from None
+            raise self._server_failed(exc) from None
         # An iterative scan returns rows nearly in order; halfvec distances round: order by the exact cosine.
         return sorted(((int(c), float(s)) for c, s in rows), key=lambda r: (-r[1], r[0]))
 
@@ -929,7 +970,7 @@ class PostgresStore(MetaRecords):
             return {}
         ext, _ = self._vector_ops()
         return {int(c): float(s) for c, s in self._execute(
-            f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks WHERE id = ANY(%s) AND vector IS NOT NULL",
+            f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks WHERE id = ANY(%s) AND vector IS NOT NULL",  # noqa: E501
             (_vector_text(np.asarray(query, dtype=np.float32).tobytes()), [int(i) for i in ids]))}
 
     def keyword_fields(self, ids: Iterable[int]) -> dict[int, dict[str, str]]:
@@ -938,24 +979,27 @@ class PostgresStore(MetaRecords):
         if not wanted:
             return {}
         return {r[0]: dict(zip(FIELDS, r[1:])) for r in self._execute(
-            "SELECT id, fts_title, fts_meta, fts_heading, fts_path, fts_text FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+            "SELECT id, fts_title, fts_meta, fts_heading, fts_path, fts_text FROM @.chunks WHERE id = ANY(%s)",
+            (wanted,))}
 
     def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]:
         """The stemmed title field of these chunks (their file's title, as the keyword index reads it)."""
         if not ids:
             return {}
-        return dict(self._execute("SELECT id, fts_title FROM @.chunks WHERE id = ANY(%s)", ([int(i) for i in ids],)).fetchall())
+        return dict(self._execute("SELECT id, fts_title FROM @.chunks WHERE id = ANY(%s)",
+                                  ([int(i) for i in ids],)).fetchall())
 
     def count_matches(self, match: str, cap: int) -> int:
         """How many chunks match an FTS5 expression, counting no further than `cap`."""
         query = self._tsquery(match)
         if query is None:
             return 0
-        return int(self._matching_rows("SELECT count(*) FROM (SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s) AS m",
+        return int(self._matching_rows("SELECT count(*) FROM (SELECT 1 FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s) AS m",  # noqa: E501
                                        (query, cap))[0][0])
 
     def vocabulary(self, first: str, min_length: int) -> list[tuple[str, int]]:
-        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many chunks hold each.
+        """The index terms that begin with the character `first`, of at least `min_length` characters, with how many
+        chunks hold each.
 
         A range of the lexicon's key, as FTS5's vocabulary table reads a range of its terms.
         """
@@ -973,7 +1017,8 @@ class PostgresStore(MetaRecords):
         query = self._tsquery(match)
         if query is None:
             return []
-        return [r[0] for r in self._matching_rows("SELECT text FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s", (query, limit))]
+        return [r[0] for r in self._matching_rows("SELECT text FROM @.chunks WHERE tsv @@ %s::tsquery LIMIT %s",
+                                                  (query, limit))]
 
     def data_version(self) -> int:
         """Changes whenever a write commits, or a rebuild swaps in a new schema: tells a warm process to reload.
@@ -998,7 +1043,8 @@ class PostgresStore(MetaRecords):
         wanted = [int(i) for i in set(ids)]
         if not wanted:
             return {}
-        return {r[0]: chunk_row(r) for r in self._execute(f"SELECT {CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
+        return {r[0]: chunk_row(r)
+                for r in self._execute(f"SELECT {CHUNK_COLUMNS} FROM @.chunks WHERE id = ANY(%s)", (wanted,))}
 
     def file_chunks(self, file_id: int) -> list[ChunkRow]:
         return [chunk_row(r) for r in self._execute(
@@ -1021,7 +1067,7 @@ class PostgresStore(MetaRecords):
     def disk_bytes(self) -> int:
         """Bytes this corpus's tables and their indexes take on the server."""
         row = self.conn.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"  # noqa: E501
             " WHERE n.nspname = %s AND c.relkind IN ('r', 'm')", (self.schema,)).fetchone()
         return int(row[0])
 
@@ -1032,7 +1078,8 @@ class PostgresStore(MetaRecords):
 
     @contextlib.contextmanager
     def rebuild_lock(self) -> Iterator[None]:
-        """Held for a whole rebuild: the nightly rebuilds of several clones, on several machines, run one after the other.
+        """Held for a whole rebuild: the nightly rebuilds of several clones, on several machines, run one after the
+        other.
 
         The file lock beside the SQLite path guards one machine only; this one is
         the server's (a session advisory lock), so no rebuild drops the schema
@@ -1075,7 +1122,8 @@ class PostgresStore(MetaRecords):
                 self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def swap_in(self, fresh_schema: str) -> None:
-        """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never a mix.
+        """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never
+        a mix.
 
         The old schema is dropped in the same transaction; the new one's data
         version is moved past the old one's, so a warm reader reloads.
@@ -1115,7 +1163,8 @@ def rebuilding(location: str, corpus: str, *, tokenizer: str, stemmer: str) -> I
                 with contextlib.suppress(Exception):
                     live.drop_schema(fresh_schema)
                 raise Interrupted(f"interrupted; the rebuild stopped and its new schema was dropped; the old index at "
-                                  f"{live.path} is kept as it was and is still served; run `brain index --full` again") from None
+                                  f"{live.path} is kept as it was and is still served; "
+                                  "run `brain index --full` again") from None
             except BaseException:
                 with contextlib.suppress(Exception):
                     live.drop_schema(fresh_schema)  # the old index stays as it was

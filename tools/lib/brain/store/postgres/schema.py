@@ -1,4 +1,5 @@
-"""The tables of one corpus's schema on the server, the statements that migrate them, and the vector index's constants."""
+"""The tables of one corpus's schema on the server, the statements that migrate them, and the vector index's
+constants."""
 
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # `brain index` (a hook's, the nightly rebuild) rebuilds the corpus from its cached vectors.
     5: ("UPDATE @.meta SET value = value || ' (tokens made before schema 5)' WHERE key = 'fts_tokenizer'",),
     # 6: the words' chunk counts, counted once from the postings (a few minutes at 1M chunks).
-    6: (*LEXICON, "DELETE FROM @.lexicon", "INSERT INTO @.lexicon SELECT lexeme, count(*) FROM @.postings GROUP BY lexeme"),
+    6: (*LEXICON, "DELETE FROM @.lexicon",
+        "INSERT INTO @.lexicon SELECT lexeme, count(*) FROM @.postings GROUP BY lexeme"),
     # 7: chunks written before their vector (keywords first, vectors after) wait here.
     7: ("CREATE TABLE IF NOT EXISTS @.pending_vectors (chunk_id BIGINT PRIMARY KEY REFERENCES @.chunks(id)"
         " ON DELETE CASCADE, text TEXT NOT NULL)",),

@@ -101,7 +101,8 @@ def tsvector_literal(fields: Sequence[tuple[str, str]], porter: bool) -> str:
 
 
 def query_phrases(match: str, porter: bool) -> list[tuple[str, ...]]:
-    """The phrases (token tuples) of an FTS5 MATCH expression as search.py builds it: quoted words or phrases, OR-joined."""
+    """The phrases (token tuples) of an FTS5 MATCH expression as search.py builds it: quoted words or phrases,
+    OR-joined."""
     phrases: list[tuple[str, ...]] = []
     for raw in _TERM.findall(match):
         tokens = tuple(index_tokens(raw.replace('""', '"'), porter))
