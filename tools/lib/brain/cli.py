@@ -170,15 +170,42 @@ def cli() -> None:
     pass
 
 
+# A first index of more notes than this asks first (a home folder given by mistake would take hours).
+HUGE_FOLDER_NOTES = 20_000
+
+
 @operation_command("index")
 @_json_option
-@click.option("--yes", "-y", is_flag=True, hidden=True)  # older scripts pass it; indexing never asks
+@click.option("--yes", "-y", is_flag=True,
+              help=f"Do not ask before a first index of more than {HUGE_FOLDER_NOTES:,} notes (for scripts).")
 def index_command(full: bool, as_json: bool, yes: bool) -> int:
     from . import render
 
-    report = _brain(progress=sys.stderr.isatty() and not as_json).index(full=full)
+    brain = _brain(progress=sys.stderr.isatty() and not as_json)
+    if not yes:
+        _confirm_a_huge_first_index(brain)
+    report = brain.index(full=full)
     click.echo(render.scan_json(report) if as_json else render.scan_text(report))
     return EXIT_OK
+
+
+def _confirm_a_huge_first_index(brain: Any) -> None:
+    """Before a first index of more than HUGE_FOLDER_NOTES notes: ask on a terminal, else refuse without --yes."""
+    from .sources import discover
+    from .store import index_exists
+
+    if index_exists(brain.settings):
+        return
+    count = len(discover(brain.settings).files)
+    if count <= HUGE_FOLDER_NOTES:
+        return
+    what = f"{brain.root} holds {count:,} notes to index, more than {HUGE_FOLDER_NOTES:,}"
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        if click.confirm(f"brain: {what}; index them all?", default=False, err=True):
+            return
+        raise BrainError("nothing indexed; pass --root with the notes folder you meant, or `roots` in brain.toml")
+    raise BrainError(f"{what}: is this the folder you meant? Pass --yes to index it anyway, or --root with the "
+                     "notes folder", usage=True)
 
 
 @cli.command("reindex")
@@ -303,10 +330,14 @@ def status_command(verify: bool, as_json: bool) -> int:
               help='JSONL, one {"query", "relevant": [paths], "kind"?, "path"?} per line; with a FOLDER, '
               "relevant are corpus ids.")
 @click.option("--modes", metavar="LIST", help="Comma-separated: bm25,vector,hybrid,hybrid:rrf,… (default: all).")
-@click.option("--vector-weight", type=click.FloatRange(0, 1), metavar="W", help="Share of meaning in hybrid modes (0-1).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a setting, e.g. search.candidates=100.")
-@click.option("--limit-queries", type=click.IntRange(1), metavar="N", help="Only N queries, spread evenly over the set.")
-@click.option("--workdir", metavar="FOLDER", help="Where documents and indexes are cached (default ~/.cache/brain/eval).")
+@click.option("--vector-weight", type=click.FloatRange(0, 1), metavar="W",
+              help="Share of meaning in hybrid modes (0-1).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a setting, e.g. search.candidates=100.")
+@click.option("--limit-queries", type=click.IntRange(1), metavar="N",
+              help="Only N queries, spread evenly over the set.")
+@click.option("--workdir", metavar="FOLDER",
+              help="Where documents and indexes are cached (default ~/.cache/brain/eval).")
 @click.option("--per-query", is_flag=True, help="With --json: every query's scores too.")
 @_json_option
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
@@ -399,7 +430,8 @@ def hooks_group() -> None:
 
 @hooks_group.command("install")
 @_location_options
-@click.option("--sync", "foreground", is_flag=True, help="Re-index in the foreground (git waits) instead of in the background.")
+@click.option("--sync", "foreground", is_flag=True,
+              help="Re-index in the foreground (git waits) instead of in the background.")
 @click.option("--hook", "names", multiple=True, metavar="NAME", help="Only this hook (repeatable).")
 @_json_option
 def hooks_install(foreground: bool, names: tuple[str, ...], as_json: bool) -> int:
@@ -629,7 +661,8 @@ def mcp_command() -> int:
 @_location_options
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; any other than loopback needs BRAIN_HTTP_TOKEN.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port; 0 picks a free one.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port; 0 picks a free one.")
 @click.option("--corpus", "corpora", multiple=True, metavar="NAME=FOLDER",
               help="Also serve this notes folder at /c/NAME/ (repeatable).")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
