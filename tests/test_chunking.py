@@ -28,7 +28,8 @@ def chunks_of(embedder: Embedder, text: str, **options: int) -> list:
 
 def test_cutting_long_lines_by_offsets_gives_the_chunks_of_counting_word_by_word(embedder: Embedder) -> None:
     rnd = random.Random(11)
-    vocabulary = ["perché", "naïve-café", "ERR-4821", "l'indice", "tokenization", "", "x" * 900, "https://example.com/" + "a" * 300, "日本語", "ok."]
+    vocabulary = ["perché", "naïve-café", "ERR-4821", "l'indice", "tokenization", "", "x" * 900,
+                  "https://example.com/" + "a" * 300, "日本語", "ok."]
     for n in range(30):
         words = [rnd.choice(vocabulary) for _ in range(rnd.randint(50, 900))]
         text = " ".join(words) + ("\n# Heading\n" + " ".join(words[:80]) if n % 2 else "")
@@ -74,7 +75,9 @@ def test_a_chunk_of_only_code_is_keyword_only(embedder: Embedder) -> None:
 
 def test_no_chunk_is_longer_than_the_model_reads(embedder: Embedder) -> None:
     rng = random.Random(7)
-    words = "il progetto usa Laravel configurazione élan naïve Straße 東京 🚀 supercalifragilistic ERR-4821 #1234".split()
+    words = (
+        "il progetto usa Laravel configurazione élan naïve Straße 東京 🚀 supercalifragilistic ERR-4821 #1234"
+    ).split()
     paragraphs = []
     for _ in range(80):
         paragraphs.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 120))))
@@ -128,7 +131,8 @@ def test_the_note_title_leads_every_chunks_embed_text_once(embedder: Embedder) -
         assert embedder.count_tokens([chunk.embed_text])[0] + 2 <= embedder.max_tokens
     # A note whose H1 is its title does not get it a second time.
     text = "# Sync your notes across devices\n\nSome text."
-    titled = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens, title="Sync your notes across devices")
+    titled = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens,
+                        title="Sync your notes across devices")
     plain = chunk_text(text, count_tokens=embedder.count_tokens, max_tokens=embedder.max_tokens)
     assert titled == plain
 

@@ -24,7 +24,9 @@ def test_concurrent_writers_leave_an_exact_index(example_notes: Path) -> None:
     write(root, {
         "new/one.md": "# One\n\nThe snow report for the Brenta group, written at the hut.\n",
         "new/two.md": "# Two\n\nNotes on the clinic's new appointment system rollout.\n",
-        "notes/shell-snippets.md": (root / "notes/shell-snippets.md").read_text(encoding="utf-8") + "\n`du -sh *` finds the big folders.\n",
+        "notes/shell-snippets.md": (
+            (root / "notes/shell-snippets.md").read_text(encoding="utf-8") + "\n`du -sh *` finds the big folders.\n"
+        ),
     })
     (root / "diary/2024-03-14.md").unlink()
     git(root, "mv", "log/decisions.md", "log/decisions 2024.md")
@@ -36,7 +38,8 @@ def test_concurrent_writers_leave_an_exact_index(example_notes: Path) -> None:
     watch = subprocess.Popen([*brain, "watch"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     writers = [
         subprocess.Popen([*brain, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for args in (["index"], ["index", "--full"], ["sync"], ["reindex", str(root / "new/one.md"), str(root / "notes/shell-snippets.md")],
+        for args in (["index"], ["index", "--full"], ["sync"],
+                     ["reindex", str(root / "new/one.md"), str(root / "notes/shell-snippets.md")],
                      ["schedule", "--once"], ["index"])
     ]
 

@@ -16,11 +16,13 @@ from brain.search import Searcher
 from conftest import PROJECT, run_cli, write
 
 CORPUS = [
-    {"_id": "d1", "title": "Sourdough", "text": "Sourdough bread rises with a starter of wild yeast and lactic bacteria."},
+    {"_id": "d1", "title": "Sourdough",
+     "text": "Sourdough bread rises with a starter of wild yeast and lactic bacteria."},
     {"_id": "d2", "title": "Espresso", "text": "An espresso machine forces hot water through finely ground coffee."},
     {"_id": "d3", "title": "Tomatoes", "text": "Tomato plants need full sun, regular watering and a stake to climb."},
     {"_id": "d4", "title": "Bicycles", "text": "Chain lubrication keeps a bicycle drivetrain quiet and efficient."},
-    {"_id": "d5", "title": "Yeast", "text": "Baker's yeast converts sugars into carbon dioxide, which makes dough rise."},
+    {"_id": "d5", "title": "Yeast",
+     "text": "Baker's yeast converts sugars into carbon dioxide, which makes dough rise."},
     {"_id": "d/6", "title": "", "text": "Basil grows well next to tomatoes in a sunny vegetable garden."},
 ]
 QUERIES = [
@@ -104,7 +106,9 @@ def test_beir_collection_is_indexed_once_and_scored_per_mode(beir: tuple[Path, P
 def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple[Path, Path]) -> None:
     folder, work = beir
     plain = evaluation.load_beir(folder, workdir=work)
-    other = evaluation.load_beir(folder, workdir=work, overrides={"search.fts_tokenizer": "unicode61 remove_diacritics 2"})
+    other = evaluation.load_beir(
+        folder, workdir=work, overrides={"search.fts_tokenizer": "unicode61 remove_diacritics 2"}
+    )
     assert other.settings.database_path != plain.settings.database_path
     report = evaluation.evaluate(other, modes="bm25")
     assert report.settings["fts_tokenizer"].startswith("unicode61") and report.index["chunks_embedded"] == 0
@@ -112,7 +116,8 @@ def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple
 
 def test_eval_of_the_example_notes_from_the_command_line(example_notes: Path, tmp_path: Path) -> None:
     queries = PROJECT / "tests" / "data" / "example_queries.jsonl"
-    out = run_cli("eval", "--notes", str(example_notes), "--queries", str(queries), "--workdir", str(tmp_path / "w"), "--json")
+    out = run_cli("eval", "--notes", str(example_notes), "--queries", str(queries), "--workdir", str(tmp_path / "w"),
+                  "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["queries"] == 11 and data["documents"] == 17
@@ -141,7 +146,9 @@ def test_a_relevant_path_that_is_not_indexed_is_named(example_notes: Path, tmp_p
         (["--limit-queries", "0"], 2, "0 is not in the range x>=1"),
     ],
 )
-def test_user_errors_are_one_line(beir: tuple[Path, Path], tmp_path: Path, args: list[str], code: int, words: str) -> None:
+def test_user_errors_are_one_line(
+    beir: tuple[Path, Path], tmp_path: Path, args: list[str], code: int, words: str
+) -> None:
     folder, _ = beir
     target = [] if "--notes" in args else [str(folder)]
     out = run_cli("eval", *target, *args, "--workdir", str(tmp_path / "w"))
@@ -182,7 +189,9 @@ def test_a_beir_folder_with_a_judged_queries_file(beir: tuple[Path, Path], tmp_p
 def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text(
-        json.dumps({"id": "p1", "query": "nginx SSL certificate", "relevant": ["diary/2025-01-20.md"], "path": "database/"}) + "\n",
+        json.dumps(
+            {"id": "p1", "query": "nginx SSL certificate", "relevant": ["diary/2025-01-20.md"], "path": "database/"}
+        ) + "\n",
         encoding="utf-8",
     )
     collection = evaluation.load_notes(example_notes, queries, workdir=tmp_path / "w")

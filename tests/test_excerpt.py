@@ -6,7 +6,9 @@ import random
 
 from brain.excerpt import SEPARATOR, TRUNCATED, query_stems, relevant_excerpt, stem
 
-WORDS = "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod tempor incididunt labore dolore magna".split()
+WORDS = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed eiusmod tempor incididunt labore dolore magna"
+).split()
 
 
 def filler(lines: int, seed: int = 1) -> str:
@@ -57,7 +59,9 @@ def test_head_is_about_1200_chars_and_never_more_than_a_quarter_of_the_budget() 
 def test_stemming_cuts_terms_to_six_letters() -> None:
     assert stem("Ricetta") == stem("ricette") == "ricett"
     assert stem("configurazione") == stem("configurare") == "config"
-    text = filler(300, 5) + "Le ricette della nonna\n" + filler(300, 6) + "come configurare il server\n" + filler(300, 7)
+    text = (
+        filler(300, 5) + "Le ricette della nonna\n" + filler(300, 6) + "come configurare il server\n" + filler(300, 7)
+    )
     assert "Le ricette della nonna" in window_of(relevant_excerpt(text, "ricetta", budget=2000))
     assert "come configurare il server" in window_of(relevant_excerpt(text, "configurazione", budget=2000))
 

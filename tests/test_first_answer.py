@@ -73,7 +73,8 @@ def test_a_search_during_a_first_index_finds_every_written_file_and_says_it_is_p
     many_notes(root, 60)
     index = start_index(root)
     try:
-        wait_for(lambda: counts(root)[0] == 60 and counts(root)[2] > 0, what="every file written, vectors still waiting")
+        wait_for(lambda: counts(root)[0] == 60 and counts(root)[2] > 0,
+                 what="every file written, vectors still waiting")
         files, embedded, waiting = counts(root)
         found = run_cli("--root", str(root), "search", "zq57x", "--json")
         assert found.returncode == 0, found.stderr
@@ -160,6 +161,9 @@ def test_ctrl_c_during_embedding_acts_at_once_and_keeps_every_vector(tmp_path: P
     text = seen.decode(errors="replace")
     assert index.returncode == 130, text[-2000:]
     assert took < 10, f"Ctrl-C took {took:.1f} s to act"  # a bound on a hang (it was 35-45 s), not a speed target
-    assert "interrupted; every file read is searchable by its words" in text and "run `brain index` to make the rest" in text
+    assert (
+        "interrupted; every file read is searchable by its words" in text
+        and "run `brain index` to make the rest" in text
+    )
     files, embedded, waiting = counts(root)
     assert files == 40 and embedded >= before and waiting > 0

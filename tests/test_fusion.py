@@ -23,10 +23,16 @@ from conftest import run_cli, write
 
 NOTES = {
     # Several notes that are semantically close to "web server configuration".
-    "ops/nginx.md": "# Nginx\n\nThe nginx web server configuration: virtual hosts, TLS certificates and reverse proxy rules.\n",
+    "ops/nginx.md": (
+        "# Nginx\n\nThe nginx web server configuration: virtual hosts, TLS certificates and reverse proxy rules.\n"
+    ),
     "ops/apache.md": "# Apache\n\nApache httpd web server configuration with virtual hosts and mod_rewrite rules.\n",
-    "ops/caddy.md": "# Caddy\n\nCaddy web server setup: automatic HTTPS, a Caddyfile per site, reverse proxy to the app.\n",
-    "ops/haproxy.md": "# HAProxy\n\nLoad balancer and proxy configuration for the web servers, health checks and backends.\n",
+    "ops/caddy.md": (
+        "# Caddy\n\nCaddy web server setup: automatic HTTPS, a Caddyfile per site, reverse proxy to the app.\n"
+    ),
+    "ops/haproxy.md": (
+        "# HAProxy\n\nLoad balancer and proxy configuration for the web servers, health checks and backends.\n"
+    ),
     # A keyword-only hit: the rare word sits in a note about something else entirely.
     "kitchen/bread.md": "# Bread\n\nSourdough bread needs a lively starter. Grandma called the starter zorblax.\n",
     # Partial matches of a three-word query: no file has all three words.
@@ -40,7 +46,9 @@ NOTES = {
     "tickets/issue-1243.md": "# Bug report\n\nLogin button does nothing on Firefox, tracked as #1243 in the tracker.\n",
     "invoices/ft-2026-0412.md": "# Invoice\n\nInvoice FT-2026-0412 for the April hosting, paid by bank transfer.\n",
     "invoices/ft-2026-0413.md": "# Invoice\n\nInvoice FT-2026-0413 for the May hosting, paid by bank transfer.\n",
-    "invoices/ft-2025-0412.md": "# Invoice\n\nInvoice FT-2025-0412 for last year's April hosting, paid by bank transfer.\n",
+    "invoices/ft-2025-0412.md": (
+        "# Invoice\n\nInvoice FT-2025-0412 for last year's April hosting, paid by bank transfer.\n"
+    ),
 }
 
 
@@ -157,7 +165,9 @@ def test_explain_shows_both_halves_weights_and_chunk(fusion_brain: Brain) -> Non
     assert "fusion" in out and "weights" in out
     assert "vector  cosine" in out and "keyword bm25" in out and "(rank " in out
     assert "chunk #" in out and "tickets/err-4821.md" in out
-    data = json.loads(run_cli("--root", str(root), "search", "ERR-4821", "--explain", "--json", "--mode", "hybrid").stdout)
+    data = json.loads(
+        run_cli("--root", str(root), "search", "ERR-4821", "--explain", "--json", "--mode", "hybrid").stdout
+    )
     explain = data["results"][0]["explain"]
     for half, raw in (("vector", "cosine"), ("keyword", "bm25")):
         assert set(explain[half]) >= {raw, "normalised", "rank"}
@@ -206,9 +216,13 @@ def test_vector_weight_shrinks_when_the_vector_half_is_flat_next_to_bm25() -> No
     italian = Candidates(True, True, ids, keyword=sharp_bm25, cosine=flat_cos)
     assert spreads(italian) == (pytest.approx(0.045), pytest.approx(0.45))
     assert effective_weight(italian, 0.6, 0.3) == pytest.approx(0.6 * (0.1 / 0.3))
-    assert effective_weight(Candidates(True, True, ids, keyword=sharp_bm25, cosine=sharp_cos), 0.6, 0.3) == pytest.approx(0.6)
+    assert effective_weight(
+        Candidates(True, True, ids, keyword=sharp_bm25, cosine=sharp_cos), 0.6, 0.3
+    ) == pytest.approx(0.6)
     # Both halves flat (many similar relevant documents): the vector half keeps its weight.
-    assert effective_weight(Candidates(True, True, ids, keyword=flat_bm25, cosine=flat_cos), 0.6, 0.3) == pytest.approx(0.6)
+    assert effective_weight(
+        Candidates(True, True, ids, keyword=flat_bm25, cosine=flat_cos), 0.6, 0.3
+    ) == pytest.approx(0.6)
     assert effective_weight(italian, 0.6, 0.0) == pytest.approx(0.6)  # 0 turns the scaling off
     no_words = Candidates(True, True, ids, keyword={i: 0.0 for i in ids}, cosine=flat_cos)
     assert effective_weight(no_words, 0.6, 0.3) == pytest.approx(0.6)  # nothing to compare with
@@ -222,11 +236,13 @@ def test_vector_weight_falls_with_the_query_words_in_the_best_notes_title_or_fro
     ids = [1, 2]
 
     def weight(coverage: float, share: float) -> float:
-        found = Candidates(True, True, ids, keyword={1: 2.0, 2: 1.0}, cosine={1: 0.8, 2: 0.9}, coverage=coverage, field_share=share)
+        found = Candidates(True, True, ids, keyword={1: 2.0, 2: 1.0}, cosine={1: 0.8, 2: 0.9}, coverage=coverage,
+                           field_share=share)
         return effective_weight(found, 0.7, 0.0)
 
     assert weight(1.0, 0.0) == pytest.approx(0.7)  # no field match: the fusion of decision 14
-    assert weight(1.0, 1.0) == pytest.approx(0.0)  # every word in the note's title/frontmatter: the keyword half decides
+    # every word in the note's title/frontmatter: the keyword half decides
+    assert weight(1.0, 1.0) == pytest.approx(0.0)
     assert weight(1.0, 1 / 3) == pytest.approx(0.7 * (1 - (1 / 3) ** FIELD_MATCH_POWER))  # one word of three: a little
     # With words the notes lack (a question in the other language), coverage first gives the vector half their weight.
     assert weight(0.5, 0.5) == pytest.approx((1 - 0.3 * 0.5) * (1 - 0.5**FIELD_MATCH_POWER))

@@ -163,7 +163,9 @@ def test_amend_is_caught_up_through_the_tree_diff(repo: Path) -> None:
     assert report.action == "diff"
     assert "history rewritten" in report.reason
     assert report.scan is not None
-    assert report.scan.removed == ["draft.md"] and report.scan.added == ["report.md"] and report.scan.updated == ["a.md"]
+    assert (
+        report.scan.removed == ["draft.md"] and report.scan.added == ["report.md"] and report.scan.updated == ["a.md"]
+    )
     assert_matches_tree(repo)
 
 
@@ -244,7 +246,8 @@ def test_notes_in_a_subfolder_of_the_repository(tmp_path: Path) -> None:
     Brain(notes).sync()
     git(top, "mv", "notes/n1.md", "notes/n one.md")
     # An ignore file outside the notes folder cannot change which notes belong: no scan for it.
-    write(top, {"src/main.md": "# Still not notes\n", "src/.gitignore": "build/\n", "notes/n2.md": "# N2\n\nAnother one.\n"})
+    write(top, {"src/main.md": "# Still not notes\n", "src/.gitignore": "build/\n",
+                "notes/n2.md": "# N2\n\nAnother one.\n"})
     commit(top)
     report = Brain(notes).sync()
     assert report.action == "diff"

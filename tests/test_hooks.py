@@ -45,7 +45,9 @@ def wait_for_log(root: Path, text: str, timeout: float = 240.0) -> str:
         if text in content:
             return content
         time.sleep(0.2)
-    raise AssertionError(f"{text!r} never appeared in {log}:\n{log.read_text(encoding='utf-8') if log.exists() else '(no log)'}")
+    raise AssertionError(
+        f"{text!r} never appeared in {log}:\n{log.read_text(encoding='utf-8') if log.exists() else '(no log)'}"
+    )
 
 
 def commit_burst(root: Path, count: int) -> None:
@@ -177,7 +179,8 @@ def test_sync_hook_indexes_each_commit_before_git_returns(repo: Path) -> None:
     assert run_cli("--root", str(repo), "hooks", "install", "--sync").returncode == 0
     (repo / "notes dir").mkdir()
     git(repo, "mv", "a.md", "notes dir/alpha ü.md")
-    write(repo, {"b.md": "# Beta\n\nBackups run at night with restic, checked on Mondays.\n", "日記/今日.md": "# 今日\n\nSourdough starter fed.\n"})
+    write(repo, {"b.md": "# Beta\n\nBackups run at night with restic, checked on Mondays.\n",
+                 "日記/今日.md": "# 今日\n\nSourdough starter fed.\n"})
     head = commit(repo, "edit, rename, add")
     log = (repo / ".brain" / "hook.log").read_text(encoding="utf-8")
     assert "post-commit" in log and f"..{head[:12]}: diff" in log
@@ -216,7 +219,9 @@ def test_a_broken_brain_never_fails_the_commit(repo: Path) -> None:
     assert "invalid TOML" in (repo / ".brain" / "hook.log").read_text(encoding="utf-8")
     (repo / "brain.toml").unlink()
     hook = repo / ".git" / "hooks" / "post-commit"
-    text = hook.read_text(encoding="utf-8").replace(f"brain_python={sys.executable}", "brain_python=/nonexistent/python3")
+    text = hook.read_text(encoding="utf-8").replace(
+        f"brain_python={sys.executable}", "brain_python=/nonexistent/python3"
+    )
     hook.write_text(text, encoding="utf-8")
     git(repo, "add", "-A")
     done = git_with(repo, {}, "commit", "-q", "-m", "interpreter gone")
@@ -246,7 +251,10 @@ def commits_during_a_rebuild(root: Path, commits: int, started: Callable[[], boo
     Brain(root).index()
     assert run_cli("--root", str(root), "hooks", "install").returncode == 0
     # New text the rebuild has to embed: it holds the index long enough for the whole burst.
-    write(root, {f"incoming/{n}.md": f"# Incoming {n}\n\nField notes from trip {n} to the Dolomites, day {n * 3}.\n" for n in range(3)})
+    write(root, {
+        f"incoming/{n}.md": f"# Incoming {n}\n\nField notes from trip {n} to the Dolomites, day {n * 3}.\n"
+        for n in range(3)
+    })
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
     rebuild = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -184,7 +184,8 @@ def test_own_names_are_accepted(server: HttpServer) -> None:
 
 def test_corpora_are_separate(client: httpx.Client, work_notes: Path) -> None:
     work = client.post("/c/work/search", json={"query": "robots", "mode": "bm25"}).json()
-    assert sorted(r["path"] for r in work["results"]) == ["clients/acme.md", "clients/globex.md"]  # private/ ignored there
+    # private/ ignored there
+    assert sorted(r["path"] for r in work["results"]) == ["clients/acme.md", "clients/globex.md"]
     default = client.post("/search", json={"query": "robots", "mode": "bm25"}).json()
     assert not any(r["path"].startswith("clients/") for r in default["results"])
     same = client.post("/c/default/search", json={"query": "progetti Laravel", "limit": 3}).json()

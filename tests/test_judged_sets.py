@@ -88,7 +88,11 @@ def shape_problems(rows: list[dict[str, Any]], known_kinds: set[str] | None) -> 
             relevant = []
         if len(set(relevant)) != len(relevant):
             problems.append(f"{where}: a relevant path is listed twice")
-        problems += [f"{where}: {rel!r} is not a relative path inside the notes folder" for rel in relevant if not _is_relative(rel)]
+        problems += [
+            f"{where}: {rel!r} is not a relative path inside the notes folder"
+            for rel in relevant
+            if not _is_relative(rel)
+        ]
         kind = row.get("kind")
         if kind is None and known_kinds is not None:
             problems.append(f"{where}: needs a 'kind', one of {sorted(known_kinds)}")
@@ -101,7 +105,11 @@ def shape_problems(rows: list[dict[str, Any]], known_kinds: set[str] | None) -> 
             if not isinstance(prefix, str) or not _is_relative(prefix.rstrip("/")):
                 problems.append(f"{where}: 'path' {prefix!r} must be a relative folder prefix")
             else:
-                problems += [f"{where}: {rel!r} is outside its own path filter {prefix!r}" for rel in relevant if not rel.startswith(prefix)]
+                problems += [
+                    f"{where}: {rel!r} is outside its own path filter {prefix!r}"
+                    for rel in relevant
+                    if not rel.startswith(prefix)
+                ]
     return problems
 
 
@@ -140,7 +148,11 @@ def test_relevant_paths_exist(query_file: Path) -> None:
     """Every relevant path is a file in the notes folder the set is evaluated against."""
     folder = NOTES_FOLDERS[query_file.stem]
     if not folder.is_dir():
-        shown = folder.relative_to(PROJECT) if folder.is_relative_to(PROJECT) else Path("..") / folder.relative_to(PROJECT.parent)
+        shown = (
+            folder.relative_to(PROJECT)
+            if folder.is_relative_to(PROJECT)
+            else Path("..") / folder.relative_to(PROJECT.parent)
+        )
         pytest.skip(f"notes folder {shown} is not on this machine (the public corpora are not in the repository)")
     missing = [
         f"{row['id']}: {rel}"

@@ -46,7 +46,8 @@ def manual_pdf(pages: int = 60, title: str = "Manuale di installazione - Server 
             lines = [f"Capitolo {number // 5} - pagina {number}"]
             lines += [" ".join(rnd.choice(words) for _ in range(11)) for _ in range(9)]
             if number == 40:
-                lines += ["7.3 Connection pooling con PgBouncer", ANSWER, "e max_client_conn = 400 nel file pgbouncer.ini."]
+                lines += ["7.3 Connection pooling con PgBouncer", ANSWER,
+                          "e max_client_conn = 400 nel file pgbouncer.ini."]
             if number == 52:
                 lines.append(INVOICE_LINE)
         y = 800
@@ -103,7 +104,8 @@ def test_search_excerpt_includes_the_answer_on_page_40(long_notes: Path) -> None
     assert len(hit["excerpt"]) <= 3000
     assert hit["content_len"] == len("\n".join(pdf_lines(long_notes)))
     # A short file comes back whole.
-    short = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "3000", "--path-prefix", "fornitori.md")
+    short = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "3000",
+                     "--path-prefix", "fornitori.md")
     assert short["results"][0]["excerpt"].strip().endswith("fatture trimestrali")
 
 
@@ -133,7 +135,8 @@ def test_grep_finds_the_invoice_in_the_pdf_with_its_line_offset_and_page(long_no
     assert match["page"] == 52
     assert match["before"] == [lines[line_index - 1]]
 
-    got = cli_json("--root", str(long_notes), "get", "manuals/manuale.pdf", "--offset", str(match["offset"]), "--length", "40")
+    got = cli_json("--root", str(long_notes), "get", "manuals/manuale.pdf", "--offset", str(match["offset"]),
+                   "--length", "40")
     assert got["text"].startswith("FT-2026-0412 del fornitore Rossi")
     assert got["pages"] == [52]
     assert got["page_count"] == 60
@@ -205,7 +208,8 @@ def test_get_skips_blank_frontmatter_and_its_offsets_agree_with_grep(long_notes:
 def test_ask_and_excerpts_do_not_open_with_blank_frontmatter(long_notes: Path) -> None:
     sources = cli_json("--root", str(long_notes), "ask", "fornitori Rossi", "-k", "1")["sources"]
     assert sources[0]["path"] == "fornitori.md" and sources[0]["excerpt"].startswith("# Fornitori")
-    found = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "300", "--path-prefix", "fornitori.md")
+    found = cli_json("--root", str(long_notes), "search", "fornitori Rossi", "--excerpt-chars", "300",
+                     "--path-prefix", "fornitori.md")
     assert found["results"][0]["excerpt"].startswith("# Fornitori")
 
 
@@ -289,7 +293,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         self.server.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})  # type: ignore[attr-defined]
         if self.path != "/v1/chat/completions" or body.get("model") != "test-model":
-            payload = json.dumps({"error": {"message": f"model {body.get('model')!r} not found", "type": "invalid_request_error"}})
+            payload = json.dumps(
+                {"error": {"message": f"model {body.get('model')!r} not found", "type": "invalid_request_error"}}
+            )
             self.send_response(404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

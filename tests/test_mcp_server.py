@@ -13,7 +13,8 @@ import pytest
 from conftest import run_cli, write
 from live_servers import copy_notes, mcp_session
 
-TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status", "memory_stats"}
+TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status",
+         "memory_stats"}
 
 
 def data(result: Any) -> dict[str, Any]:
@@ -82,12 +83,16 @@ def test_search_stays_warm_and_bad_calls_come_back_as_tool_errors(indexed_exampl
             hit = found["results"][0]
             assert {"score", "vector_score", "keyword_score", "start_line", "end_line", "preview"} <= set(hit)
 
-            only_diary = data(await session.call_tool("memory_search", {"query": "nginx", "path_prefix": "diary/", "mode": "bm25"}))
+            only_diary = data(await session.call_tool(
+                "memory_search", {"query": "nginx", "path_prefix": "diary/", "mode": "bm25"}
+            ))
             assert only_diary["results"] and all(r["path"].startswith("diary/") for r in only_diary["results"])
 
             # A user's mistake: the CLI's one-line message, as a tool error; the server carries on.
             assert "empty query" in error_text(await session.call_tool("memory_search", {"query": "   "}))
-            assert "key=value" in error_text(await session.call_tool("memory_search", {"query": "x", "where": ["oops"]}))
+            assert "key=value" in error_text(
+                await session.call_tool("memory_search", {"query": "x", "where": ["oops"]})
+            )
             # Argument errors: one line that starts with the field's name, no pydantic page of text or URL.
             for arguments, field in (({"query": "x", "limit": 0}, "limit"), ({"query": "x", "mode": "fuzzy"}, "mode"),
                                      ({}, "query"), ({"query": "x", "colour": "red"}, "colour")):
@@ -154,13 +159,19 @@ def test_grep_get_file_ask_and_status(indexed_example: Path) -> None:
             assert "'..'" in error_text(await session.call_tool("memory_grep", {"pattern": "x", "path": "../x.md"}))
 
             # A grep hit's offset reads back the line it found.
-            part = data(await session.call_tool("memory_get_file", {"path": hit["path"], "offset": hit["offset"], "length": 40}))
+            part = data(await session.call_tool(
+                "memory_get_file", {"path": hit["path"], "offset": hit["offset"], "length": 40}
+            ))
             assert part["text"].startswith(hit["match"])
             whole = data(await session.call_tool("memory_get_file", {"path": "diary/2025-01-20.md"}))
             on_disk = (indexed_example / "diary" / "2025-01-20.md").read_text(encoding="utf-8")
-            assert whole["text"] == on_disk and whole["total"] == len(on_disk.encode("utf-8")) and whole["start_line"] == 1
+            assert (
+                whole["text"] == on_disk and whole["total"] == len(on_disk.encode("utf-8")) and whole["start_line"] == 1
+            )
 
-            answer = data(await session.call_tool("memory_ask", {"question": "Che cosa è successo al certificato SSL?"}))
+            answer = data(
+                await session.call_tool("memory_ask", {"question": "Che cosa è successo al certificato SSL?"})
+            )
             assert answer["sources"] and answer["answer"] is None and "ask.model" in answer["hint"]
 
             status = data(await session.call_tool("memory_status", {}))

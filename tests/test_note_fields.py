@@ -1,4 +1,5 @@
-"""Searching notes as notes: titles, frontmatter, folder names, each note's language, typos; status after a stemmer change."""
+"""Searching notes as notes: titles, frontmatter, folder names, each note's language, typos; status after
+a stemmer change."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from conftest import run_cli, write
 NOTES = {
     # Obsidian-style: no H1, the file name is the title.
     "help/Sync your notes across devices.md": "You can keep a vault the same on every phone and laptop you own.\n",
-    "help/Sync settings.md": "Choose which settings travel with the vault: themes, hotkeys, plugins. Sync your notes too.\n",
+    "help/Sync settings.md": (
+        "Choose which settings travel with the vault: themes, hotkeys, plugins. Sync your notes too.\n"
+    ),
     "help/Notes about devices.md": "Devices that read notes: e-readers, phones, tablets. Across the room.\n",
     "help/Properties.md": (
         "---\naliases: [frontmatter, YAML front matter]\ndescription: Metadata about a note, kept at its top\n"
@@ -166,7 +169,9 @@ def test_identifiers_still_rank_their_note_first(brain: Brain, identifier: str, 
 # Decoys for the vector half: notes whose text is about what a query says, while the note the
 # query names holds its words only in its title or frontmatter.
 DECOYS = {
-    "help/Editing YAML.md": "Front matter written in YAML sits between two lines of three dashes at the top of the note.\n",
+    "help/Editing YAML.md": (
+        "Front matter written in YAML sits between two lines of three dashes at the top of the note.\n"
+    ),
     "diary/2025-03-02.md": (
         "Riunione sui vecchi siti Drupal: dismettere un sito Drupal obsoleto vuol dire migrare i contenuti"
         " e chiudere il server.\n"
@@ -201,7 +206,9 @@ def test_a_query_naming_a_notes_alias_ranks_it_first_in_hybrid(decoyed: Brain) -
         ("Sync your notes across devices", "help/Sync your notes across devices.md"),  # a whole title
     ],
 )
-def test_a_query_naming_frontmatter_values_or_a_title_ranks_the_note_first_in_hybrid(decoyed: Brain, query: str, path: str) -> None:
+def test_a_query_naming_frontmatter_values_or_a_title_ranks_the_note_first_in_hybrid(
+    decoyed: Brain, query: str, path: str
+) -> None:
     hit = decoyed.search(query, mode="hybrid").results[0]
     assert hit.path == path
     assert hit.explain["weights"]["field_share"] >= 0.5
@@ -223,8 +230,12 @@ def test_identifiers_still_rank_their_note_first_next_to_decoys(decoyed: Brain, 
 
 
 def test_the_language_of_a_text_is_told_by_its_function_words() -> None:
-    assert detect_language("Il certificato è stato rinnovato a mano dopo tre tentativi, e non per la prima volta.") == "italian"
-    assert detect_language("All backups use encryption at rest; the keys live in the vault with the others.") == "english"
+    assert detect_language(
+        "Il certificato è stato rinnovato a mano dopo tre tentativi, e non per la prima volta."
+    ) == "italian"
+    assert detect_language(
+        "All backups use encryption at rest; the keys live in the vault with the others."
+    ) == "english"
     assert detect_language("FT-2026-0412 ERR-4821") == "english"  # nothing to tell by: the lighter stemmer
 
 
@@ -234,7 +245,9 @@ def test_each_note_is_stemmed_in_its_own_language_without_settings(brain: Brain)
         languages = {path: row.language for path, row in store.all_files().items()}
     finally:
         store.close()
-    assert languages["security/keys.md"] == "english" and languages["diary/2025-01-20-rinnovo-certificato.md"] == "italian"
+    assert (
+        languages["security/keys.md"] == "english" and languages["diary/2025-01-20-rinnovo-certificato.md"] == "italian"
+    )
     assert languages["progetti/campeggio-pineta.md"] == "italian"
     # Italian inflections meet (rinnovato ~ rinnovare, tentativi ~ tentativo); English ones too (crashes ~ crashed).
     assert _paths(brain.search("rinnovare certificati", mode="bm25"))[0] == "diary/2025-01-20-rinnovo-certificato.md"

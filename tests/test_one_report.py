@@ -156,7 +156,10 @@ def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_exampl
     assert set(tools) == {op.mcp_tool for op in OPERATIONS}
     for op in OPERATIONS:
         schema = tools[op.mcp_tool]
-        props = {name: _from_schema(s, name in schema.get("required", [])) for name, s in schema.get("properties", {}).items()}
+        props = {
+            name: _from_schema(s, name in schema.get("required", []))
+            for name, s in schema.get("properties", {}).items()
+        }
         assert props == declared[op.name], op.mcp_tool
 
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=60) as http:
@@ -166,13 +169,17 @@ def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_exampl
         method, path = op.http
         endpoint = spec["paths"][path][method.lower()]
         if method == "GET":
-            props = {p["name"]: _from_schema(p["schema"], p.get("required", False)) for p in endpoint.get("parameters", [])}
+            props = {
+                p["name"]: _from_schema(p["schema"], p.get("required", False)) for p in endpoint.get("parameters", [])
+            }
         else:
             body = endpoint["requestBody"]["content"]["application/json"]["schema"]
             ref = body.get("$ref") or next(a["$ref"] for a in body["anyOf"] if "$ref" in a)
             model = models[ref.rsplit("/", 1)[-1]]
             assert model.get("additionalProperties") is False, op.name  # unknown parameters are refused
-            props = {name: _from_schema(s, name in model.get("required", [])) for name, s in model["properties"].items()}
+            props = {
+                name: _from_schema(s, name in model.get("required", [])) for name, s in model["properties"].items()
+            }
         assert props == declared[op.name], path
 
 

@@ -66,7 +66,9 @@ def test_an_interrupted_rebuild_leaves_the_old_index(example_notes: Path) -> Non
     root = example_notes
     Brain(root).index()
     before = file_count(root)
-    write(root, {f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about {UNIQUE} {n}.\n" for n in range(3)})
+    write(root, {
+        f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about {UNIQUE} {n}.\n" for n in range(3)
+    })
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
     process = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -87,7 +89,9 @@ def test_an_interrupted_rebuild_leaves_the_old_index(example_notes: Path) -> Non
     assert Brain(root).status(verify=True).clean
 
 
-def test_nightly_run_survives_a_failure_and_records_each_result(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_nightly_run_survives_a_failure_and_records_each_result(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# Alpha\n\nThe nginx reverse proxy.\n", "b.md": "# Beta\n\nRestic backups.\n"})
     Brain(root).index()
@@ -143,7 +147,10 @@ def test_ctrl_c_during_a_full_rebuild_says_the_old_index_stands_and_cleans_up(tm
     root = tmp_path / "notes"
     write(root, {"old.md": f"# Old\n\nThe {UNIQUE} note the live index holds.\n"})
     Brain(root).index()
-    write(root, {f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about lighthouses {n}.\n" for n in range(4)})
+    write(root, {
+        f"new/{n}.md": f"# New {n}\n\nFresh text {n} that must be embedded, about lighthouses {n}.\n"
+        for n in range(4)
+    })
     env = {**os.environ, "PYTHONPATH": str(PROJECT / "tools" / "lib")}
     # As from a terminal: a background job inherits SIGINT ignored, and Python then leaves it so.
     process = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--full"],
@@ -160,7 +167,9 @@ def test_ctrl_c_during_a_full_rebuild_says_the_old_index_stands_and_cleans_up(tm
     assert out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("brain: interrupted; the rebuild stopped and its partial file was removed; the old index at ")
+    assert lines[0].startswith(
+        "brain: interrupted; the rebuild stopped and its partial file was removed; the old index at "
+    )
     assert "kept as it was and is still served" in lines[0]
     # Removed at once, not left for the next scan; the old index answers as before.
     assert not [p.name for p in (root / ".brain").iterdir() if ".rebuild" in p.name]

@@ -161,7 +161,8 @@ def test_results_follow_the_files_on_disk(tmp_path: Path) -> None:
 
 def test_a_file_that_cannot_be_read_now_keeps_its_indexed_copy(tmp_path: Path) -> None:
     """Gone means dropped; there but unreadable means kept, stale, with the indexed preview."""
-    write(tmp_path, {"brain.toml": "max_file_mb = 0.001\n", "a.md": "the lighthouse keeper\n", "b.md": "lighthouse log\n"})
+    write(tmp_path, {"brain.toml": "max_file_mb = 0.001\n", "a.md": "the lighthouse keeper\n",
+                     "b.md": "lighthouse log\n"})
     brain = Brain(tmp_path)
     brain.index()
     (tmp_path / "a.md").write_text("the lighthouse keeper\n" + "padding line\n" * 200)  # now over the size limit

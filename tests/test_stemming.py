@@ -59,14 +59,16 @@ def _downgrade_to_schema_2(db: Path) -> None:
     conn.executescript("""
         DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; DROP TABLE chunks_fts;
         ALTER TABLE chunks DROP COLUMN fts_heading; ALTER TABLE chunks DROP COLUMN fts_text;
-        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta; ALTER TABLE chunks DROP COLUMN fts_path;
+        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta;
+        ALTER TABLE chunks DROP COLUMN fts_path;
         ALTER TABLE files DROP COLUMN title; ALTER TABLE files DROP COLUMN language;
         CREATE VIRTUAL TABLE chunks_fts USING fts5(heading_path, text, content='chunks', content_rowid='id',
             tokenize='porter unicode61 remove_diacritics 2');
         CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
             INSERT INTO chunks_fts(rowid, heading_path, text) VALUES (new.id, new.heading_path, new.text); END;
         CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
-            INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text) VALUES ('delete', old.id, old.heading_path, old.text); END;
+            INSERT INTO chunks_fts(chunks_fts, rowid, heading_path, text)
+                VALUES ('delete', old.id, old.heading_path, old.text); END;
         INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
         DELETE FROM meta WHERE key IN ('stemmer', 'keyword_fields');
         PRAGMA user_version = 2;
@@ -120,14 +122,16 @@ def _downgrade_to_schema_3(db: Path) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
     conn.executescript("""
         DROP TRIGGER chunks_ai; DROP TRIGGER chunks_ad; DROP TRIGGER chunks_au; DROP TABLE chunks_fts;
-        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta; ALTER TABLE chunks DROP COLUMN fts_path;
+        ALTER TABLE chunks DROP COLUMN fts_title; ALTER TABLE chunks DROP COLUMN fts_meta;
+        ALTER TABLE chunks DROP COLUMN fts_path;
         ALTER TABLE files DROP COLUMN title; ALTER TABLE files DROP COLUMN language;
         CREATE VIRTUAL TABLE chunks_fts USING fts5(fts_heading, fts_text, content='chunks', content_rowid='id',
             tokenize='porter unicode61 remove_diacritics 2');
         CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
             INSERT INTO chunks_fts(rowid, fts_heading, fts_text) VALUES (new.id, new.fts_heading, new.fts_text); END;
         CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
-            INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text) VALUES ('delete', old.id, old.fts_heading, old.fts_text); END;
+            INSERT INTO chunks_fts(chunks_fts, rowid, fts_heading, fts_text)
+                VALUES ('delete', old.id, old.fts_heading, old.fts_text); END;
         INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
         DELETE FROM meta WHERE key = 'keyword_fields';
         PRAGMA user_version = 3;

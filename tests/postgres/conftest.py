@@ -1,4 +1,5 @@
-"""The PostgreSQL store's tests: the server (`pg_server`, `store_url`) is tests/conftest.py's, shared with the fault suite."""
+"""The PostgreSQL store's tests: the server (`pg_server`, `store_url`) is tests/conftest.py's, shared with
+the fault suite."""
 
 from __future__ import annotations
 

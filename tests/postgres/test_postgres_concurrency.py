@@ -1,4 +1,5 @@
-"""8 searchers, each on a connection of its own, while a writer process rewrites files: no errors, never a half-written file."""
+"""8 searchers, each on a connection of its own, while a writer process rewrites files: no errors, never a
+half-written file."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ import numpy as np
 from brain.store import FileKeywords, NewChunk
 from brain.store.postgres import PostgresStore
 
-url, generations, files, chunks, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+url, generations, files, chunks, dim = (
+    sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+)
 store = PostgresStore(url, "ignored")
 rng = np.random.default_rng(1)
 for gen in range(1, generations + 1):
@@ -33,7 +36,8 @@ for gen in range(1, generations + 1):
         rows = []
         for k in range(chunks):
             v = rng.normal(size=dim).astype(np.float32)
-            rows.append(NewChunk(f"shared note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None, (v / np.linalg.norm(v)).tobytes()))
+            rows.append(NewChunk(f"shared note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None,
+                                 (v / np.linalg.norm(v)).tobytes()))
         store.replace_file(path=f"w/{f}.md", hash=f"{f}-{gen}", size=1, mtime_ns=gen, metadata={}, warning=None,
                            page_starts=[], chunks=rows, title="shared", keywords=FileKeywords(title="shared", path="w"))
 store.close()
@@ -107,7 +111,8 @@ def test_eight_searchers_beside_a_writer_see_whole_files_and_no_errors(store_url
 
 
 def test_a_searcher_beside_a_writer_through_hnsw(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The vectors answered by the HNSW index while the writes keep it up to date: always the k asked for, then exact's."""
+    """The vectors answered by the HNSW index while the writes keep it up to date: always the k asked for,
+    then exact's."""
     from brain.store.postgres import corpus
 
     monkeypatch.setattr(corpus, "HNSW_THRESHOLD", 1)
@@ -172,6 +177,8 @@ def test_writers_on_two_machines_take_turns_through_the_server(store_url: str, t
     assert report.added == ["decisions.md"] and done >= released[0]
 
     with Indexer(first).writing():
-        with pytest.raises(BrainError, match=r"another brain process, on this machine or another, has been writing corpus"):
+        with pytest.raises(
+            BrainError, match=r"another brain process, on this machine or another, has been writing corpus"
+        ):
             with writer_lock(second.database_path, 0.3, also=partial(server_writer_lock, second)):
                 pass

@@ -1,4 +1,5 @@
-"""The freshness tests on the PostgreSQL store: commits, renames, the hook, rebuilds during commits and searches, every writer at once.
+"""The freshness tests on the PostgreSQL store: commits, renames, the hook, rebuilds during commits and
+searches, every writer at once.
 
 The tests themselves are SQLite's (tests/test_gitsync.py, test_hooks.py,
 test_rebuild.py, test_concurrency.py), imported and run here with BRAIN_STORE

@@ -1,4 +1,5 @@
-"""CLI = MCP = HTTP on the PostgreSQL store: the contract test of tests/test_one_report.py, the notes pointed at the server."""
+"""CLI = MCP = HTTP on the PostgreSQL store: the contract test of tests/test_one_report.py, the notes
+pointed at the server."""
 
 from __future__ import annotations
 

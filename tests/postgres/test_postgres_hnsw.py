@@ -23,7 +23,8 @@ DIM = 384
 
 
 def clustered_vectors(count: int, seed: int) -> np.ndarray:
-    """Normalised vectors around 40 centres, as real embeddings bunch by topic (uniform noise would make every query easy)."""
+    """Normalised vectors around 40 centres, as real embeddings bunch by topic (uniform noise would make
+    every query easy)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(40, DIM))
     vectors = centres[rng.integers(0, 40, count)] + rng.normal(scale=0.6, size=(count, DIM))
@@ -99,7 +100,9 @@ NOTES = {f"topic{n}/note{n}.md": f"# Note {n}\n\n{text}\n" for n, text in enumer
 ])}
 
 
-def test_search_through_hnsw_equals_the_exact_scan(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_through_hnsw_equals_the_exact_scan(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same notes searched in every mode with the index and without it: the same results, the same scores."""
     root = committed_notes(tmp_path / "notes", NOTES)
     brain = Brain(root)

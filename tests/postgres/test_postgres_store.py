@@ -75,7 +75,9 @@ def test_index_search_every_mode_get_grep_ask_status_stats(tmp_path: Path, store
     assert hybrid.results[0].path == "projects/nexum.md"
     assert all(h.vector_score is not None and h.keyword_score is not None for h in hybrid.results)
     # Filters, path prefix, explain (fields), excerpts.
-    assert [h.path for h in brain.search("notes", where=["status!=archived"], mode="bm25").results] != ["old/archive.md"]
+    assert [h.path for h in brain.search("notes", where=["status!=archived"], mode="bm25").results] != [
+        "old/archive.md"
+    ]
     assert [h.path for h in brain.search("gardening", path_prefix="ops/", mode="bm25").results] == []
     explained = brain.search("nginx certificate", mode="hybrid").results[0]
     assert explained.explain is not None and explained.explain["keyword"]["fields"]["body"]
@@ -155,7 +157,8 @@ for round in range(30):
     for n in range(3):
         chunks = [NewChunk(f"{who} round {round} part {k}", "# H", k + 1, k + 1, [], None, vector) for k in range(4)]
         store.replace_file(path=f"shared/{n}.md", hash=f"{who}{round}", size=1, mtime_ns=1, metadata={}, warning=None,
-                           page_starts=[], chunks=chunks, title="shared", keywords=FileKeywords(title="shared", path="shared"))
+                           page_starts=[], chunks=chunks, title="shared",
+                           keywords=FileKeywords(title="shared", path="shared"))
 store.close()
 """
 
@@ -163,7 +166,8 @@ store.close()
 def test_concurrent_writers_in_separate_processes_leave_no_duplicate_chunks(store_url: str) -> None:
     # No schema yet: the three also race to create it.
     env = {"PYTHONPATH": str(PROJECT / "tools" / "lib")}
-    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, store_url, who], env=env, stderr=subprocess.PIPE, text=True)
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, store_url, who], env=env, stderr=subprocess.PIPE,
+                                text=True)
                for who in ("a", "b", "c")]
     for writer in writers:
         _, err = writer.communicate(timeout=300)
@@ -194,7 +198,9 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
     notes = dict(NOTES)
     notes["ops/nginx-more.md"] = "# Nginx again\n\nnginx nginx reverse proxy; the certificate chain of nginx.\n"
     # Words whose tokens an imitation of FTS5 got wrong (Snowball's porter, Python's folding).
-    notes["lab/cardiology.md"] = "# Cardiology lab\n\nThe cardiology and immunology teams measure H₂O₂ daily; incredibly, the panel acceded.\n"
+    notes["lab/cardiology.md"] = (
+        "# Cardiology lab\n\nThe cardiology and immunology teams measure H₂O₂ daily; incredibly, the panel acceded.\n"
+    )
     on_server, in_file = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
     write(on_server, notes)
     write(in_file, notes)
@@ -204,8 +210,8 @@ def test_keyword_scores_equal_sqlite_fts5_bm25(tmp_path: Path, store_url: str, m
     file_brain = Brain(in_file)
     file_brain.index()
     assert (in_file / ".brain" / "brain.sqlite").exists()
-    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic", "certifcate",
-                  "cardiology immunology", "H₂O₂", "incredibly acceded", "nginx nginx certificate"]:
+    for query in ["nginx certificate", "progetti clinica", "FT-2026-0412", "notes about gardening", "Nexum clinic",
+                  "certifcate", "cardiology immunology", "H₂O₂", "incredibly acceded", "nginx nginx certificate"]:
         scores = []
         for brain in (server_brain, file_brain):
             hits = brain.search(query, mode="bm25", chunks=True, limit=20).results
@@ -249,7 +255,10 @@ def test_tokens_are_fts5s_own() -> None:
     """Every token the server stores is the one SQLite's FTS5 stores for the same text, porter or not."""
     import sqlite3
 
-    text = "Perché l'ultimo FT-2026-0412? Cardiology, immunology; H₂O₂ ca² incredibly acceded naïve ÆON straße 東京 über_cool"
+    text = (
+        "Perché l'ultimo FT-2026-0412? Cardiology, immunology; H₂O₂ ca² incredibly acceded "
+        "naïve ÆON straße 東京 über_cool"
+    )
     for porter, tokenizer in ((False, "unicode61 remove_diacritics 2"), (True, "porter unicode61 remove_diacritics 2")):
         db = sqlite3.connect(":memory:")
         db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{tokenizer}')")
@@ -278,7 +287,8 @@ def test_a_schema_4_corpus_is_rebuilt_by_the_next_index(tmp_path: Path, store_ur
 
 
 def test_a_schema_5_corpus_gets_its_words_counted_by_the_next_writer(tmp_path: Path, store_url: str) -> None:
-    """Schema 6 adds the lexicon (a typo's near words): read-only searches of a schema-5 corpus count from the postings."""
+    """Schema 6 adds the lexicon (a typo's near words): read-only searches of a schema-5 corpus count from
+    the postings."""
     root = tmp_path / "notes"
     write(root, NOTES)
     brain = Brain(root)
@@ -321,10 +331,14 @@ def test_user_errors_are_one_line(tmp_path: Path, pg_server: str) -> None:
     done = run_cli("--root", str(root), "status", timeout=120)
     assert done.returncode != 0 and "must not hold a password" in done.stderr and "secret" not in done.stderr
     (root / "brain.toml").write_text("")
-    done = run_cli("--root", str(root), "config", "set", "store", "postgresql://brain:secret@db.example/notes", timeout=120)
+    done = run_cli("--root", str(root), "config", "set", "store", "postgresql://brain:secret@db.example/notes",
+                   timeout=120)
     assert done.returncode != 0 and "secret" not in (root / "brain.toml").read_text()
     shown = run_cli("--root", str(root), "config", "show", env={"BRAIN_STORE": "postgresql://brain:secret@db.example/notes"})
-    assert shown.returncode == 0 and "postgresql://brain:***@db.example/notes" in shown.stdout and "secret" not in shown.stdout
+    assert (
+        shown.returncode == 0 and "postgresql://brain:***@db.example/notes" in shown.stdout
+        and "secret" not in shown.stdout
+    )
     with pytest.raises(BrainError, match="no index for corpus"):
         PostgresStore(pg_server + "&corpus=never_made", "x", create=False)
 

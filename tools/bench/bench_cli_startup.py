@@ -34,7 +34,8 @@ COMMANDS = {
 def run_once(lib: str, root: Path, args: list[str]) -> float:
     env = dict(os.environ, PYTHONPATH=lib)
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "brain", "--root", str(root), *args], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "brain", "--root", str(root), *args], env=env,
+                         capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if out.returncode != 0:
         raise SystemExit(f"{lib}: brain {' '.join(args)} failed: {out.stderr.strip()}")

@@ -84,7 +84,8 @@ def bench_excerpt(data: Path, chars: int, repeat: int) -> None:
     print(f"## excerpt: {len(text):,} chars of {name}, budget 8000, {repeat} runs each")
     for query in EXCERPT_QUERIES:
         median, p95, fastest, result = timed(lambda: relevant_excerpt(text, query, 8000), repeat)
-        print(f"  {median:6.2f} ms median  {p95:6.2f} ms p95  {fastest:6.2f} ms fastest  spans {list(result.spans)}  {query!r}")
+        print(f"  {median:6.2f} ms median  {p95:6.2f} ms p95  {fastest:6.2f} ms fastest  "
+              f"spans {list(result.spans)}  {query!r}")
 
 
 def file_list_index(corpus: Path, work: Path) -> Path:
@@ -122,12 +123,15 @@ def bench_grep(label: str, root: Path, config: Path | None, repeat: int) -> None
     for name, pattern in GREP_PATTERNS:
         median, p95, fastest, result = timed(lambda: brain.grep(pattern, limit=500), repeat)
         more = "+" if result.truncated else ""
-        print(f"  {median:8.1f} ms median  {p95:8.1f} ms p95  {fastest:8.1f} ms fastest  {len(result.matches)}{more} matches  {name}: {pattern}")
+        print(f"  {median:8.1f} ms median  {p95:8.1f} ms p95  {fastest:8.1f} ms fastest  "
+              f"{len(result.matches)}{more} matches  {name}: {pattern}")
     env = dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib"))
     args = [sys.executable, "-m", "brain", "--root", str(root)] + (["--config", str(config)] if config else [])
     started = time.perf_counter()
     subprocess.run([*args, "grep", "zzqqxxyy"], env=env, capture_output=True, check=True)
-    print(f"  {(time.perf_counter() - started) * 1000:8.1f} ms  whole `brain grep` process, no match (start-up included)")
+    print(
+        f"  {(time.perf_counter() - started) * 1000:8.1f} ms  whole `brain grep` process, no match (start-up included)"
+    )
 
 
 def _paths(brain) -> list[str]:
@@ -178,7 +182,8 @@ def bench_pdf_text(data: Path, work: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--corpus", type=Path, default=None, help="large Markdown corpus (default: tldr-en in the data folder)")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="large Markdown corpus (default: tldr-en in the data folder)")
     parser.add_argument("--chars", type=int, default=300_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-pdf", action="store_true", help="skip the PDF extraction comparison (about 10 s)")

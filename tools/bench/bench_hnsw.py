@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The vector half alone at a size too large to write through the indexer here: HNSW on PostgreSQL against the exact scan.
+"""The vector half alone at a size too large to write through the indexer here: HNSW on PostgreSQL
+against the exact scan.
 
 Takes the vectors of a corpus bench_postgres.py wrote (`--from-corpus`), makes
 `--copies` copies of each on the server, each perturbed by uniform noise of
@@ -23,7 +24,8 @@ asked for. `--m` and `--ef-construction` change the graph, `--ef-search` lists
 the search widths to measure on it (each as brain's own search sets it).
 
     python tools/bench/bench_hnsw.py --store postgresql://… --from-corpus bench_100000 --copies 10
-    python tools/bench/bench_hnsw.py --store postgresql://… --from-corpus bench_1000000 --copies 0 --m 24 --ef-search 400 1000
+    python tools/bench/bench_hnsw.py --store postgresql://… --from-corpus bench_1000000 --copies 0 \
+        --m 24 --ef-search 400 1000
     python tools/bench/bench_hnsw.py --store postgresql://… --from-corpus eval_scifact_… --copies 138 --mix 0.5
 """
 
@@ -50,9 +52,11 @@ NOISE = 0.02 * 3 ** 0.5  # uniform(-a, a) has the spread of N(0, 0.02) when a = 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", required=True, help="postgresql://… of the server")
-    parser.add_argument("--from-corpus", required=True, help="a corpus bench_postgres.py wrote (its vectors are copied)")
+    parser.add_argument("--from-corpus", required=True,
+                        help="a corpus bench_postgres.py wrote (its vectors are copied)")
     parser.add_argument("--copies", type=int, default=10)
-    parser.add_argument("--mix", type=float, default=None, help="copies mix two real vectors (x + β·y, β < MIX) instead of adding noise")
+    parser.add_argument("--mix", type=float, default=None,
+                        help="copies mix two real vectors (x + β·y, β < MIX) instead of adding noise")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--build-memory", default=None, help="maintenance_work_mem for the build (default: brain's)")
     parser.add_argument("--m", type=int, default=None, help="the graph's links per node (default: brain's)")
@@ -77,13 +81,18 @@ def main() -> None:
         corpus.HNSW_EF_CONSTRUCTION = args.ef_construction
     separator = "&" if "?" in args.store else "?"
     source = schema_name(args.from_corpus)
-    corpus = (f"hnsw_{args.from_corpus}_x{args.copies}" + ("_mix" if args.mix else "")) if args.copies else args.from_corpus
+    corpus = (
+        (f"hnsw_{args.from_corpus}_x{args.copies}" + ("_mix" if args.mix else "")) if args.copies else args.from_corpus
+    )
     store = PostgresStore(f"{args.store}{separator}corpus={corpus}", corpus)
     out: dict = {"copies": args.copies, "mix": args.mix, "load_start": os.getloadavg()[0]}
-    dimension = int(store.conn.execute(f'SELECT value FROM "{source}".meta WHERE key = %s', ("dimension",)).fetchone()[0])
+    dimension = int(
+        store.conn.execute(f'SELECT value FROM "{source}".meta WHERE key = %s', ("dimension",)).fetchone()[0]
+    )
     if args.copies and store.embedded_count() == 0:
         store.set_meta({"dimension": str(dimension)})
-        store.replace_file(path="vectors", hash="-", size=0, mtime_ns=0, metadata={}, warning=None, page_starts=[], chunks=[])
+        store.replace_file(path="vectors", hash="-", size=0, mtime_ns=0, metadata={}, warning=None, page_starts=[],
+                           chunks=[])
         file_id = store.get_file("vectors").id
         ext, _ = store._vector_ops()
         started = time.monotonic()
@@ -96,7 +105,8 @@ def main() -> None:
                     " n AS (SELECT count(*) AS n FROM src)"
                     " INSERT INTO @.chunks(file_id, seq, text, start_line, end_line, tsv, vector)"
                     f" SELECT %s, a.rn + %s, '', 1, 1, ''::tsvector, {ext}.l2_normalize(a.vector OPERATOR({ext}.+)"
-                    f"   (b.vector OPERATOR({ext}.*) array_fill((random() * %s)::real, ARRAY[{dimension}])::{ext}.vector))"
+                    f"   (b.vector OPERATOR({ext}.*) "
+                    f"array_fill((random() * %s)::real, ARRAY[{dimension}])::{ext}.vector))"
                     " FROM src AS a JOIN src AS b ON b.rn = mod(a.rn * 7919 + %s, (SELECT n FROM n))",
                     (file_id, copy * 10_000_000, args.mix, copy * 104_729 + 1))
                 continue
@@ -108,7 +118,8 @@ def main() -> None:
                 f"   FROM generate_series(1, {dimension}) WHERE c.id IS NOT NULL)::{ext}.vector)"
                 f' FROM "{source}".chunks AS c WHERE c.vector IS NOT NULL',
                 (file_id, copy * 10_000_000, 2 * NOISE if copy else 0.0))
-            print(f"copy {copy + 1}/{args.copies}: {store.embedded_count()} vectors, {time.monotonic() - started:.0f} s",
+            print(f"copy {copy + 1}/{args.copies}: {store.embedded_count()} vectors, "
+                  f"{time.monotonic() - started:.0f} s",
                   file=sys.stderr)
         with store.transaction():
             pass
@@ -159,7 +170,8 @@ def main() -> None:
         times.sort()
         row = {"recall@10": round(float(np.mean(at10)), 4), "recall@200": round(float(np.mean(at200)), 4),
                "min_recall@10": float(np.min(at10)), "cosine_lost_at_10": round(float(np.median(lost)), 5),
-               "hnsw_p50_ms": round(statistics.median(times), 1), "hnsw_p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+               "hnsw_p50_ms": round(statistics.median(times), 1),
+               "hnsw_p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
                "load": os.getloadavg()[0]}
         out["by_ef_search"][str(ef or "brain's")] = row
         print(f"ef_search {ef or 'brain default'}: {json.dumps(row)}", file=sys.stderr)

@@ -164,7 +164,10 @@ def main() -> int:
 
         ms = lambda values: round(statistics.median(values) * 1000, 1)  # noqa: E731
         result = {
-            "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, git {git(root, '--version').split()[-1]}",
+            "machine": (
+                f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+                f"Python {platform.python_version()}, git {git(root, '--version').split()[-1]}"
+            ),
             "runs": args.runs,
             "commit_ms_without_hook": ms(without_hook),
             "commit_ms_with_hook": ms(with_hook),

@@ -52,7 +52,10 @@ def base_rows(base_db: Path) -> tuple[dict[str, str], list[str], np.ndarray]:
         src.backup(dst)
     base = SqliteStore(copy, create=False)
     try:
-        meta = {k: base.get_meta(k) or "" for k in ("model", "dimension", "chunking", "fts_tokenizer", "stemmer", "keyword_fields")}
+        meta = {
+            k: base.get_meta(k) or ""
+            for k in ("model", "dimension", "chunking", "fts_tokenizer", "stemmer", "keyword_fields")
+        }
         ids, _, matrix = base.vector_matrix(int(meta["dimension"]))
         rows = base.chunks_by_id(ids.tolist())
         texts = [" ".join(rows[int(i)].text.split())[:600] for i in ids]
@@ -64,7 +67,8 @@ def base_rows(base_db: Path) -> tuple[dict[str, str], list[str], np.ndarray]:
 
 def build(root: Path, store_url: str, meta: dict[str, str], texts: list[str], matrix: np.ndarray, size: int, model: str,
           mix: float | None = None) -> float:
-    """Write `size` chunks as files and into the index of `root` (SQLite, or the server when `store_url`); returns chunks/s."""
+    """Write `size` chunks as files and into the index of `root` (SQLite, or the server when `store_url`);
+    returns chunks/s."""
     from brain.config import load_settings
     from brain.store import open_store
 
@@ -111,7 +115,8 @@ def already_built(root: Path, store_url: str, size: int) -> bool:
 
 
 def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: bool, keep_index: bool = False) -> dict:
-    """Build the HNSW index (timed; `keep_index`: the one there is kept), then recall@10/@200 and latency of it against the exact scan."""
+    """Build the HNSW index (timed; `keep_index`: the one there is kept), then recall@10/@200 and latency of
+    it against the exact scan."""
     from brain.store.postgres import corpus
     from brain.config import load_settings
     from brain.embeddings import Embedder
@@ -138,7 +143,8 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
         ext, dim = store._vector_ops()
         started = time.monotonic()
         store.conn.execute("SET maintenance_work_mem = '1GB'")
-        store.conn.execute(store._sql(f"CREATE INDEX IF NOT EXISTS bench_hnsw_vector ON @.chunks USING hnsw ((vector::{ext}.vector({dim})) {ext}.vector_ip_ops)"
+        store.conn.execute(store._sql(f"CREATE INDEX IF NOT EXISTS bench_hnsw_vector ON @.chunks USING hnsw "
+                                      f"((vector::{ext}.vector({dim})) {ext}.vector_ip_ops)"
                                       f" WITH (m = {corpus.HNSW_M}, ef_construction = {corpus.HNSW_EF_CONSTRUCTION})"))
         out["vector_build_s"] = round(time.monotonic() - started, 1)
 
@@ -147,7 +153,8 @@ def hnsw_figures(root: Path, store_url: str, queries: list[str], vector_index: b
             with store.conn.transaction():
                 store.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 return store._execute(f"SELECT id, -(vector OPERATOR({ext}.<#>) %s::{ext}.vector) FROM @.chunks"
-                                      f" ORDER BY vector::{ext}.vector({dim}) OPERATOR({ext}.<#>) %s::{ext}.vector({dim}) LIMIT %s",
+                                      f" ORDER BY vector::{ext}.vector({dim})"
+                                      f" OPERATOR({ext}.<#>) %s::{ext}.vector({dim}) LIMIT %s",
                                       (corpus._vector_text(q.tobytes()),) * 2 + (limit,)).fetchall()
 
         variants.append(("vector", full_precision))
@@ -195,7 +202,9 @@ while time.monotonic() < end:
         hits = brain.search(q, mode="hybrid", limit=10).results
         # A file is never seen half-written: every hit of a rewritten file is of one generation.
         for h in hits:
-            if h.path.startswith("w/") and len({line.split(" gen")[-1] for line in h.preview.splitlines() if " gen" in line}) > 1:
+            if h.path.startswith("w/") and len(
+                {line.split(" gen")[-1] for line in h.preview.splitlines() if " gen" in line}
+            ) > 1:
                 errors.append("mixed generations in " + h.path)
     except Exception as exc:
         errors.append(" ".join(str(exc).split())[:200])
@@ -221,7 +230,8 @@ while time.monotonic() < end:
         chunks = []
         for k in range(10):
             v = rng.normal(size=dim).astype(np.float32)
-            chunks.append(NewChunk(f"writer note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None, (v / np.linalg.norm(v)).tobytes()))
+            chunks.append(NewChunk(f"writer note {f} part {k} gen{gen}", "", k + 1, k + 1, [], None,
+                                   (v / np.linalg.norm(v)).tobytes()))
         store.replace_file(path=f"w/{f}.txt", hash=f"{f}-{gen}", size=1, mtime_ns=gen, metadata={}, warning=None,
                            page_starts=[], chunks=chunks, keywords=FileKeywords(path=f"w/{f}.txt"))
         written += 10
@@ -240,7 +250,8 @@ def concurrent_figures(root: Path, store_url: str, queries: list[str], searchers
     else:
         env.pop("BRAIN_STORE", None)
     readers = [subprocess.Popen([sys.executable, "-c", _SEARCHER, str(root), str(seconds), json.dumps(queries)],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(searchers)]
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(searchers)]
     time.sleep(min(20.0, seconds / 4))  # the searchers warm up (model, vectors) before the writer starts
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(root), str(seconds * 0.6)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -288,12 +299,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--vector-index", action="store_true", help="also measure a full-precision `vector` HNSW index")
-    parser.add_argument("--concurrent", type=int, default=0, help="searcher processes beside one writer (0: not measured)")
+    parser.add_argument("--concurrent", type=int, default=0,
+                        help="searcher processes beside one writer (0: not measured)")
     parser.add_argument("--concurrent-seconds", type=float, default=60.0)
-    parser.add_argument("--reuse", action="store_true", help="keep an index a previous run built at this size (no write figure)")
-    parser.add_argument("--keep-index", action="store_true", help="with --reuse: measure the HNSW index a previous run built")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep an index a previous run built at this size (no write figure)")
+    parser.add_argument("--keep-index", action="store_true",
+                        help="with --reuse: measure the HNSW index a previous run built")
     parser.add_argument("--mix", type=float, default=None,
-                        help="reused vectors mix in another chunk's (x + β·y, β < MIX) instead of noise; a corpus of its own")
+                        help="reused vectors mix in another chunk's (x + β·y, β < MIX) instead of noise; "
+                        "a corpus of its own")
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
@@ -309,7 +324,8 @@ def main() -> None:
 
     results: dict = {"machine": {"cores": os.cpu_count()}, "base_model": meta["model"], "sizes": {},
                      "hnsw": {"threshold": corpus.HNSW_THRESHOLD, "m": corpus.HNSW_M,
-                              "ef_construction": corpus.HNSW_EF_CONSTRUCTION, "ef_search": [corpus.HNSW_EF_SEARCH_MIN, corpus.HNSW_EF_SEARCH_MAX]}}
+                              "ef_construction": corpus.HNSW_EF_CONSTRUCTION,
+                             "ef_search": [corpus.HNSW_EF_SEARCH_MIN, corpus.HNSW_EF_SEARCH_MAX]}}
     for size in args.sizes:
         entry: dict = {}
         for name, url in (("sqlite", ""), ("postgres", args.store)):
@@ -322,8 +338,10 @@ def main() -> None:
             if args.reuse and already_built(root, store_url, size):
                 entry[name] = {"write_chunks_per_s": None, "reused": True}
             else:
-                entry[name] = {"write_chunks_per_s": round(build(root, store_url, meta, texts, matrix, size, model, args.mix), 1),
-                               "load_after_write": round(os.getloadavg()[0], 2)}
+                entry[name] = {
+                    "write_chunks_per_s": round(build(root, store_url, meta, texts, matrix, size, model, args.mix), 1),
+                    "load_after_write": round(os.getloadavg()[0], 2),
+                }
             if name == "postgres":
                 entry[name]["hnsw"] = hnsw_figures(root, store_url, queries, args.vector_index, args.keep_index)
                 print(f"{size:>8} hnsw {json.dumps(entry[name]['hnsw'])}", file=sys.stderr)
@@ -331,10 +349,12 @@ def main() -> None:
                 entry[name][mode] = warm_latency(root, store_url, queries, mode)
             entry[name]["load"] = round(os.getloadavg()[0], 2)
             print(f"{size:>8} {name:<8} write {entry[name]['write_chunks_per_s']} chunks/s  "
-                  + "  ".join(f"{m} p50 {entry[name][m]['p50_ms']} p95 {entry[name][m]['p95_ms']} ms" for m in ("bm25", "vector", "hybrid"))
+                  + "  ".join(f"{m} p50 {entry[name][m]['p50_ms']} p95 {entry[name][m]['p95_ms']} ms"
+                              for m in ("bm25", "vector", "hybrid"))
                   + f"  load {entry[name]['load']}", file=sys.stderr)
             if args.concurrent:
-                entry[name]["concurrent"] = concurrent_figures(root, store_url, queries, args.concurrent, args.concurrent_seconds)
+                entry[name]["concurrent"] = concurrent_figures(root, store_url, queries, args.concurrent,
+                                                               args.concurrent_seconds)
                 print(f"{size:>8} {name:<8} concurrent {json.dumps(entry[name]['concurrent'])}", file=sys.stderr)
         results["sizes"][str(size)] = entry
     args.out.parent.mkdir(parents=True, exist_ok=True)

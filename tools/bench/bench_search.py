@@ -79,7 +79,8 @@ def synthesise(base_db: Path, size: int, work: Path) -> Path:
     for f in range(n_files):
         write_synthetic_file(store, root, f, texts, matrix, rng, CHUNKS_PER_FILE)
         if f and f % 10000 == 0:
-            print(f"  synthesising {size}: {f * CHUNKS_PER_FILE} chunks, {time.monotonic() - started:.0f}s", file=sys.stderr)
+            print(f"  synthesising {size}: {f * CHUNKS_PER_FILE} chunks, {time.monotonic() - started:.0f}s",
+                  file=sys.stderr)
     store.checkpoint()
     store.close()
     done.write_text("ok")
@@ -125,7 +126,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--cli-runs", type=int, default=15)
-    parser.add_argument("--base-db", type=Path, help="an existing index to take real texts and vectors from (default: index SciFact)")
+    parser.add_argument("--base-db", type=Path,
+                        help="an existing index to take real texts and vectors from (default: index SciFact)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--out", type=Path, default=PROJECT / "tools" / "bench" / "results" / "search.json")
@@ -140,7 +142,8 @@ def main() -> None:
     for size in args.sizes:
         root = synthesise(base, size, args.work)
         child = subprocess.run([sys.executable, __file__, "--child", str(root), "--queries", str(args.queries),
-                                "--data", str(args.data), "--work", str(args.work)], check=True, capture_output=True, text=True)
+                                "--data", str(args.data), "--work", str(args.work)],
+                               check=True, capture_output=True, text=True)
         entry = json.loads(child.stdout.strip().splitlines()[-1])
         if size == min(args.sizes):
             entry["cli_p50_ms"] = {mode: cli_latency(root, queries, mode, args.cli_runs) for mode in ("bm25", "hybrid")}

@@ -48,7 +48,8 @@ def read_queries(path: Path, limit: int | None) -> list[str]:
 
 def summary(times: list[float]) -> dict[str, float]:
     ordered = sorted(times)
-    return {"p50_ms": statistics.median(ordered), "p95_ms": ordered[max(0, int(len(ordered) * 0.95) - 1)], "n": len(ordered)}
+    return {"p50_ms": statistics.median(ordered), "p95_ms": ordered[max(0, int(len(ordered) * 0.95) - 1)],
+            "n": len(ordered)}
 
 
 def warm_toggle(root: Path, queries: list[str], rounds: int) -> dict[str, object]:
@@ -136,14 +137,16 @@ def main() -> None:
             raise SystemExit(f"{lib}: {out.stderr.strip()[-2000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    print(f"{len(queries)} queries over {root.name}; load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{len(queries)} queries over {root.name}; "
+          f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     newest = libs[-1][1] if libs else str(PROJECT / "tools" / "lib")
     toggle = child("toggle", newest)
     print(f"\nwarm hybrid, one process, decision 16 on/off alternating per query, {args.rounds} rounds:\n")
     print("| field-share rule | p50 ms | p95 ms |\n|---|---:|---:|")
     for label in ("off", "on"):
         print(f"| {label} | {toggle[label]['p50_ms']:.1f} | {toggle[label]['p95_ms']:.1f} |")
-    print(f"\nratio of p50 on/off {toggle['on']['p50_ms'] / toggle['off']['p50_ms']:.3f}; median of each query's on/off "
+    print(f"\nratio of p50 on/off {toggle['on']['p50_ms'] / toggle['off']['p50_ms']:.3f}; "
+          "median of each query's on/off "
           f"ratio {toggle['paired_ratio']:.3f}; the rule's own step p50 {toggle['step']['p50_ms']:.2f} ms, "
           f"p95 {toggle['step']['p95_ms']:.2f} ms")
     if len(libs) < 2:

@@ -117,9 +117,11 @@ def bench_http(notes: Path, queries: list[str], requests: int) -> dict[str, Any]
             response.raise_for_status()
         after_search = memory_kb(server.process.pid)
         # A scan that has something to embed loads torch and the full model into the server.
-        (notes / "bench-new-note.md").write_text("# New\n\nA note written during the benchmark about nginx.\n", encoding="utf-8")
+        (notes / "bench-new-note.md").write_text("# New\n\nA note written during the benchmark about nginx.\n",
+                                                 encoding="utf-8")
         http.post("/scan").raise_for_status()
-        return {**summary(samples), "memory_kb": after_search, "memory_kb_after_embedding_scan": memory_kb(server.process.pid)}
+        return {**summary(samples), "memory_kb": after_search,
+                "memory_kb_after_embedding_scan": memory_kb(server.process.pid)}
 
 
 def bench_mcp(notes: Path, queries: list[str], requests: int) -> dict[str, Any]:
@@ -186,7 +188,8 @@ def bench_cli(notes: Path, queries: list[str], runs: int = 5) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=Path, help="an indexed-or-not notes folder to copy (default: examples/brain)")
-    parser.add_argument("--synthetic", type=int, default=0, metavar="N", help="use N notes made from the examples instead")
+    parser.add_argument("--synthetic", type=int, default=0, metavar="N",
+                        help="use N notes made from the examples instead")
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -198,7 +201,8 @@ def main() -> int:
         if args.synthetic:
             make_synthetic(notes, args.synthetic)
         else:
-            shutil.copytree(args.notes or PROJECT / "examples" / "brain", notes, ignore=shutil.ignore_patterns(".brain"))
+            shutil.copytree(args.notes or PROJECT / "examples" / "brain", notes,
+                            ignore=shutil.ignore_patterns(".brain"))
         started = time.perf_counter()
         report = Brain(notes).index()
         stats = Brain(notes).stats()
@@ -230,7 +234,8 @@ def main() -> int:
             f"{door:5} warm search: median {r['median_ms']} ms, p90 {r['p90_ms']} ms over {r['requests']} requests; "
             f"server RSS {mem.get('VmRSS', 0) / 1024:.0f} MB (peak {mem.get('VmHWM', 0) / 1024:.0f} MB)"
         )
-    for key, label in (("in_process_default_blas", "default BLAS threads"), ("in_process_one_blas_thread", "1 BLAS thread")):
+    for key, label in (("in_process_default_blas", "default BLAS threads"),
+                       ("in_process_one_blas_thread", "1 BLAS thread")):
         r = result[key]
         print(f"core  Brain.search in-process, {label}: median {r['median_ms']} ms, p90 {r['p90_ms']} ms")
     scan_mem = result["http"]["memory_kb_after_embedding_scan"]

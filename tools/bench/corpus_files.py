@@ -89,4 +89,5 @@ def write_synthetic_file(store: Any, root: Path, number: int, texts: list[str], 
     path.write_bytes(data)
     info = path.stat()
     store.replace_file(path=rel, hash=content_hash(data), size=info.st_size, mtime_ns=info.st_mtime_ns, metadata={},
-                       warning=None, page_starts=[], chunks=chunks, keywords=FileKeywords(path=rel if path_field else ""))
+                       warning=None, page_starts=[], chunks=chunks,
+                       keywords=FileKeywords(path=rel if path_field else ""))

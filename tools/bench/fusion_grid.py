@@ -7,8 +7,10 @@ combination, then scores the per-file rankings with ranx like `brain eval`.
 
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/scifact --split train
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/squad-it --limit-queries 500 --json out.json
-    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency --queries tools/bench/judged/agency.jsonl
-    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency --queries tools/bench/judged/agency.jsonl \
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency \
+        --queries tools/bench/judged/agency.jsonl
+    PYTHONPATH=tools/lib python tools/bench/fusion_grid.py --notes examples/agency \
+        --queries tools/bench/judged/agency.jsonl \
         --methods zscore --weights 0.7 --pools 200 --field-powers off,1,2,2.5,3,4
 """
 
@@ -38,10 +40,18 @@ def main() -> int:
     parser.add_argument("--methods", default=",".join(FUSION_METHODS))
     parser.add_argument("--weights", default="0.3,0.4,0.5,0.6,0.7,0.8")
     parser.add_argument("--pools", default="50,100,200,400")
-    parser.add_argument("--gaps", default="", help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
-    parser.add_argument("--ratios", default="", help="also try the vector weight scaled by min(1, (vector spread / keyword relative spread) / RATIO)")
-    parser.add_argument("--coverage-powers", default="", help="also try w' = 1 - (1 - w) × coverage^POWER, coverage = share of query terms found in the index, e.g. 1,2")
-    parser.add_argument("--field-powers", default="", help="also try w' = (1 - (1 - w) × coverage) × (1 - share^POWER), share = query words in the best BM25 note's title/frontmatter (search.FIELD_MATCH_POWER), e.g. 1,2,3; 'off' = share 0")
+    parser.add_argument("--gaps", default="",
+                        help="also try the vector weight scaled by min(1, (cos1 - cos10) / GAP), e.g. 0.1,0.15")
+    parser.add_argument("--ratios", default="",
+                        help="also try the vector weight scaled by min(1, (vector spread / keyword relative spread) "
+                        "/ RATIO)")
+    parser.add_argument("--coverage-powers", default="",
+                        help="also try w' = 1 - (1 - w) × coverage^POWER, coverage = share of query terms found in "
+                        "the index, e.g. 1,2")
+    parser.add_argument("--field-powers", default="",
+                        help="also try w' = (1 - (1 - w) × coverage) × (1 - share^POWER), share = query words in "
+                        "the best BM25 note's title/frontmatter (search.FIELD_MATCH_POWER), e.g. 1,2,3; "
+                        "'off' = share 0")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()
 
@@ -93,12 +103,15 @@ def main() -> int:
             found = searcher._candidates(text, match, "hybrid", pool, allowed, also, corrections)
             if pool == max(pools):
                 # The single halves, as their own modes rank them: each half's own top `pool` chunks.
-                by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0), key=lambda c: (-found.keyword[c], c))
+                by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0),
+                                 key=lambda c: (-found.keyword[c], c))
                 by_cosine = sorted(found.cosine, key=lambda c: (-found.cosine[c], c))
                 for mode, ids in (("bm25", by_bm25[:pool]), ("vector", by_cosine[:pool])):
                     part = Candidates(use_keyword=mode == "bm25", use_vector=mode == "vector", ids=ids,
                                       keyword=found.keyword, cosine=found.cosine)
-                    single.setdefault((mode, pool), {})[qid] = ranking(fuse(part, mode=mode, method="linear", vector_weight=0.0))
+                    single.setdefault((mode, pool), {})[qid] = ranking(
+                        fuse(part, mode=mode, method="linear", vector_weight=0.0)
+                    )
             for method, weight in itertools.product(methods, weights):
                 fused = fuse(found, mode="hybrid", method=method, vector_weight=weight)
                 runs.setdefault((method, weight, pool), {})[qid] = ranking(fused)
@@ -144,7 +157,9 @@ def main() -> int:
     for (method, weight, pool), run in sorted(runs.items()):
         means, each = evaluation.score_run(collection.qrels, run)
         rows.append({"method": method, "weight": weight, "pool": pool, **means})
-        kinds[f"{method} {weight:.2f} {pool}"] = {k: v["mrr@10"] for k, v in evaluation._by_kind(collection.kinds, each).items()}
+        kinds[f"{method} {weight:.2f} {pool}"] = {
+            k: v["mrr@10"] for k, v in evaluation._by_kind(collection.kinds, each).items()
+        }
     print(f"{collection.name} ({collection.split}) {len(collection.queries)} queries; settings "
           + ", ".join(f"{k}={settings[k]}" for k in evaluation.INDEX_KEYS))
     print(f"{'method':<12} {'w':>4} {'pool':>5} " + " ".join(f"{t:>8}" for t in evaluation.METRICS.values()))
@@ -159,7 +174,8 @@ def main() -> int:
             print(f"{label:<24} " + " ".join(f"{row.get(n, 0.0):11.3f}" for n in names))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"collection": collection.name, "split": collection.split, "queries": len(collection.queries), "rows": rows}, handle, indent=1)
+            json.dump({"collection": collection.name, "split": collection.split, "queries": len(collection.queries),
+                       "rows": rows}, handle, indent=1)
     return 0
 
 

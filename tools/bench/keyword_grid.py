@@ -9,8 +9,10 @@ cache folder and settings), then runs every judged query through the real
 Searcher in bm25 mode once per setting and scores the per-file rankings with
 ranx like `brain eval`. The weights are read per query, so the index is built once.
 
-    PYTHONPATH=tools/lib python tools/bench/keyword_grid.py --notes examples/brain --queries tests/data/example_queries.jsonl
-    PYTHONPATH=tools/lib python tools/bench/keyword_grid.py ../shared/data/scifact --split train --grid "1,1,1,1,1;4,4,2,2,1" \
+    PYTHONPATH=tools/lib python tools/bench/keyword_grid.py --notes examples/brain \
+        --queries tests/data/example_queries.jsonl
+    PYTHONPATH=tools/lib python tools/bench/keyword_grid.py ../shared/data/scifact --split train \
+        --grid "1,1,1,1,1;4,4,2,2,1" \
         --typo-weights 0,0.5 --set search.stemmer=none
 """
 
@@ -41,9 +43,12 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--grid", default=DEFAULT_GRID,
                         help=f"weights of {','.join(store.FIELDS)}, settings split by ';'")
-    parser.add_argument("--title-bonus", default=str(search.TITLE_MATCH_WEIGHT), help="whole-title raises to try, e.g. 0,1")
-    parser.add_argument("--kinds", action="store_true", help="also MRR@10 per query kind (the \"kind\" of each line of --queries)")
-    parser.add_argument("--typo-weights", default=str(spelling.EXPANSION_WEIGHT), help="typo correction weights to try, e.g. 0,0.5")
+    parser.add_argument("--title-bonus", default=str(search.TITLE_MATCH_WEIGHT),
+                        help="whole-title raises to try, e.g. 0,1")
+    parser.add_argument("--kinds", action="store_true",
+                        help="also MRR@10 per query kind (the \"kind\" of each line of --queries)")
+    parser.add_argument("--typo-weights", default=str(spelling.EXPANSION_WEIGHT),
+                        help="typo correction weights to try, e.g. 0,0.5")
     args = parser.parse_args()
 
     collection = evaluation.load_collection(args.collection, split=args.split, notes=args.notes, queries=args.queries,

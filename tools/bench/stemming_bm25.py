@@ -12,7 +12,8 @@ documents (title + text) — no embeddings, so it runs in seconds — and compar
 
 Queries are OR-joined words (as brain's fts_match does); scores via ranx like `brain eval`.
 
-    PYTHONPATH=tools/lib python tools/bench/stemming_bm25.py ../shared/data/squad-it --limit-queries 500 --snowball italian
+    PYTHONPATH=tools/lib python tools/bench/stemming_bm25.py ../shared/data/squad-it --limit-queries 500 \
+        --snowball italian
 """
 
 from __future__ import annotations

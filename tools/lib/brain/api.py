@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import gitsync
 from .approvals import revoke as revoke_approvals
-from .config import INDEX_FOLDER, SETTINGS, Settings, approve_held, load_settings, locate_root, prepare_index_folder, set_value
+from .config import (
+    INDEX_FOLDER,
+    SETTINGS,
+    Settings,
+    approve_held,
+    load_settings,
+    locate_root,
+    prepare_index_folder,
+    set_value,
+)
 from .embeddings import Embedder
 from .errors import BrainError, Interrupted, failure_words
 from .freshness import StatusReport, index_status
@@ -33,7 +42,12 @@ class Brain:
     """A notes root with its settings, model and index; heavy parts load on first use."""
 
     def __init__(
-        self, root: str | Path | None = None, config: str | None = None, *, show_progress: bool = False, announce: bool = True
+        self,
+        root: str | Path | None = None,
+        config: str | None = None,
+        *,
+        show_progress: bool = False,
+        announce: bool = True,
     ) -> None:
         """Open the notes folder `root` (found as `brain status` explains when None) with its settings.
 
@@ -97,7 +111,8 @@ class Brain:
         return report
 
     def sync(self, *, hook: str | None = None, queue: bool = False) -> gitsync.SyncReport:
-        """Catch the index up with git: re-index what changed from the last indexed commit to HEAD (what the hooks run)."""
+        """Catch the index up with git: re-index what changed from the last indexed commit to HEAD
+        (what the hooks run)."""
         return gitsync.sync(self.settings, self.embedder, hook=hook, queue=queue)
 
     def reindex(self, paths: Sequence[str | Path]) -> ScanReport:
@@ -130,7 +145,8 @@ class Brain:
         limit: int = DEFAULT_GREP_LIMIT,
         case_sensitive: bool = False,
     ) -> GrepResponse:
-        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `path`, a file or folder)."""
+        """Lines matching an RE2 `pattern` in the extracted text of every indexed file (or of `path`, a file
+        or folder)."""
         with _open(self.settings, create=False) as store:
             return grep(TextReader(self.settings, store), pattern, file=path, context=context, limit=limit,
                         case_sensitive=case_sensitive)
@@ -186,7 +202,8 @@ class Brain:
             }
 
     def status(self, *, verify: bool = False) -> StatusReport:
-        """How fresh the index is: stale, missing and orphaned files (hashing every file when `verify`), commits, rebuilds."""
+        """How fresh the index is: stale, missing and orphaned files (hashing every file when `verify`),
+        commits, rebuilds."""
         report = index_status(self.settings, self.embedder, verify=verify)
         report.root_reason = self.root_reason
         return report
@@ -223,7 +240,8 @@ class Brain:
     def config_rows(self) -> list[dict[str, Any]]:
         """Every setting with its effective value, where it came from, and what it does."""
         return [
-            {"key": spec.key, "value": hide_password(self.settings[spec.key]) if spec.key == "store" else self.settings[spec.key],
+            {"key": spec.key,
+             "value": hide_password(self.settings[spec.key]) if spec.key == "store" else self.settings[spec.key],
              "origin": self.settings.origins[spec.key], "help": spec.help}
             for spec in SETTINGS
         ]
@@ -234,7 +252,8 @@ class Brain:
         return set_value(path, key, value)
 
     def log_path(self, name: str) -> Path:
-        """Where a long-running command (`watch`, `schedule`) logs: `<notes>/.brain/<name>.log` (the folder made, kept out of git)."""
+        """Where a long-running command (`watch`, `schedule`) logs: `<notes>/.brain/<name>.log` (the folder
+        made, kept out of git)."""
         return prepare_index_folder(self.root / INDEX_FOLDER) / f"{name}.log"
 
     def trust(self) -> list[tuple[str, Any]]:

@@ -26,7 +26,8 @@ from .texts import FileText, TextReader, TextUnavailable, page_ranges
 SYSTEM_PROMPT = (
     "You answer questions using only the person's own notes, given below as files. "
     "After each statement, cite the file it comes from in square brackets, e.g. [projects/faro/index.md]; "
-    "for PDFs add the page, e.g. [manuals/server.pdf, p. 40] (page marks like [page 40] in the text tell you where each page starts). "
+    "for PDFs add the page, e.g. [manuals/server.pdf, p. 40] "
+    "(page marks like [page 40] in the text tell you where each page starts). "
     "Long files were cut: [...] marks text left out. "
     "If the notes do not contain the answer, say so plainly instead of guessing. "
     "Answer in the language of the question."
@@ -236,10 +237,15 @@ def stream_answer(config: ModelSettings, messages: list[dict[str, str]], on_toke
                     if on_token is not None:
                         on_token(token)
     except openai.APITimeoutError:
-        raise BrainError(f"the model at {where} did not answer within {config.timeout:g}s; raise ask.timeout_seconds or check the server") from None
+        raise BrainError(
+            f"the model at {where} did not answer within {config.timeout:g}s; "
+            "raise ask.timeout_seconds or check the server"
+        ) from None
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
-        raise BrainError(f"cannot reach the model at {where} ({_one_line(cause)}); start the server or fix ask.base_url") from None
+        raise BrainError(
+            f"cannot reach the model at {where} ({_one_line(cause)}); start the server or fix ask.base_url"
+        ) from None
     except openai.APIStatusError as exc:
         raise BrainError(
             f"the model server at {where} refused the request (HTTP {exc.status_code}: {_one_line(exc.message)}); "
@@ -268,7 +274,8 @@ def ask(
     on_token: Callable[[str], None] | None = None,
     search_options: dict[str, Any] | None = None,
 ) -> AskResult:
-    """Find the files for `question`, cut them, and (unless there is no model or only the prompt is wanted) ask the model."""
+    """Find the files for `question`, cut them, and (unless there is no model or only the prompt is
+    wanted) ask the model."""
     started = time.monotonic()
     if not question or not question.strip():
         raise BrainError("empty question; type what you want to know", usage=True)

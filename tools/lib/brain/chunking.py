@@ -16,7 +16,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 3  # 2: a title line shares the first piece of a long line after it; the note title may lead embed texts; 3: the card leads the first
+# 2: a title line shares the first piece of a long line after it; the note title may lead embed texts;
+# 3: the card leads the first
+CHUNKING_VERSION = 3
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -97,7 +99,12 @@ def _scan_lines(lines: list[str], markdown: bool) -> tuple[list[bool], list[str]
 
 
 def _split_long(
-    text: str, max_tokens: int, max_chars: int, count: TokenCounter, starts: list[int] | None, lead: tuple[int, int] = (0, 0)
+    text: str,
+    max_tokens: int,
+    max_chars: int,
+    count: TokenCounter,
+    starts: list[int] | None,
+    lead: tuple[int, int] = (0, 0),
 ) -> list[tuple[str, int | None]]:
     """Cut one over-long line into pieces that each fit both limits, at spaces where possible.
 
@@ -134,7 +141,9 @@ def _split_long(
             step = max(1, min(max_chars, int(len(word) * max_tokens / max(wt, 1) * 0.8)))
             pieces.extend((word[i : i + step], None) for i in range(0, len(word), step))
             continue
-        if current and (cur_tokens + lead_tokens + wt > max_tokens or cur_chars + lead_chars + len(word) + 1 > max_chars):
+        if current and (
+            cur_tokens + lead_tokens + wt > max_tokens or cur_chars + lead_chars + len(word) + 1 > max_chars
+        ):
             pieces.append((" ".join(current), cur_tokens))
             current, cur_tokens, cur_chars = [], 0, 0
             lead_tokens = lead_chars = 0
@@ -218,7 +227,11 @@ def chunk_text(
         room = max(8, budget - min(heading_tokens.get(heading, 0), budget // 4) - 1)
         if tokens > room or len(line) > chunk_chars:
             starts = None if code or line_starts is None else line_starts[index]
-            kept = (since_cut[0], since_cut[1]) if since_cut[0] <= room // 4 and since_cut[1] <= chunk_chars // 4 else (0, 0)
+            kept = (
+                (since_cut[0], since_cut[1])
+                if since_cut[0] <= room // 4 and since_cut[1] <= chunk_chars // 4
+                else (0, 0)
+            )
             for piece, piece_tokens in _split_long(line, room, chunk_chars, count_tokens, starts, kept):
                 if piece_tokens is None:
                     piece_tokens = 0 if code else count_one(piece)

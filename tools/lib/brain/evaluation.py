@@ -49,8 +49,8 @@ METRICS: dict[str, str] = {
 RESULTS_PER_QUERY = 100
 DEFAULT_WORKDIR = "~/.cache/brain/eval"
 # Settings that change what is stored in the index; a change means another database.
-INDEX_KEYS = ("embedding.model", "chunking.chunk_chars", "chunking.overlap_chars", "chunking.max_tokens", "search.fts_tokenizer",
-              "search.stemmer")
+INDEX_KEYS = ("embedding.model", "chunking.chunk_chars", "chunking.overlap_chars", "chunking.max_tokens",
+              "search.fts_tokenizer", "search.stemmer")
 
 
 @dataclass
@@ -204,19 +204,26 @@ def load_beir(
     """
     folder = Path(os.path.expanduser(str(folder))).resolve()
     if not folder.is_dir():
-        raise BrainError(f"collection folder {str(folder)!r} does not exist; pass a folder with corpus.jsonl, queries.jsonl and qrels/")
+        raise BrainError(
+            f"collection folder {str(folder)!r} does not exist; "
+            "pass a folder with corpus.jsonl, queries.jsonl and qrels/"
+        )
     corpus_path = next((folder / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if (folder / n).is_file()), None)
     if corpus_path is None:
         raise BrainError(f"{folder} has no corpus.jsonl or corpus.jsonl.gz; is it a BEIR-layout folder?")
     qrels_path = folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file() and queries_file is None:
         have = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
-        raise BrainError(f"{folder} has no qrels/{split}.tsv; pass --split with one of: {', '.join(have) or 'none found'}")
+        raise BrainError(
+            f"{folder} has no qrels/{split}.tsv; pass --split with one of: {', '.join(have) or 'none found'}"
+        )
     if not (folder / "queries.jsonl").is_file():
         raise BrainError(f"{folder} has no queries.jsonl")
 
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name) or "collection"
-    cache_dir = Path(os.path.expanduser(str(workdir or DEFAULT_WORKDIR))).resolve() / f"{name}-{_fingerprint(corpus_path)}"
+    cache_dir = (
+        Path(os.path.expanduser(str(workdir or DEFAULT_WORKDIR))).resolve() / f"{name}-{_fingerprint(corpus_path)}"
+    )
     docs_dir = cache_dir / "docs"
     names: dict[str, str] = {}
     marker = cache_dir / "docs.complete"
@@ -242,7 +249,10 @@ def load_beir(
         texts, qrels, kinds, paths = _read_judged(queries_file)
         unknown = sorted({d for rel in qrels.values() for d in rel} - set(names.values()))
         if unknown:
-            raise BrainError(f"{queries_file} names documents that are not in {corpus_path.name}: {', '.join(unknown[:5])}; fix their ids")
+            raise BrainError(
+                f"{queries_file} names documents that are not in {corpus_path.name}: {', '.join(unknown[:5])}; "
+                "fix their ids"
+            )
     else:
         qrels = _read_qrels(qrels_path)
         texts = {str(r.get("_id")): str(r.get("text") or "") for r in _read_jsonl(folder / "queries.jsonl")}
@@ -269,7 +279,9 @@ def load_beir(
     )
 
 
-def _read_judged(queries_file: str | Path) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
+def _read_judged(
+    queries_file: str | Path,
+) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, str], dict[str, str]]:
     """A JSONL file of {"query", "relevant", "kind"?, "path"?} lines → queries, qrels, kinds, path prefixes."""
     qpath = Path(os.path.expanduser(str(queries_file)))
     if not qpath.is_file():
@@ -294,7 +306,9 @@ def _read_judged(queries_file: str | Path) -> tuple[dict[str, str], dict[str, di
             if value:
                 into[qid] = value
     if not queries:
-        raise BrainError(f"{qpath} holds no queries; add lines like {{\"query\": \"…\", \"relevant\": [\"notes/a.md\"]}}")
+        raise BrainError(
+            f"{qpath} holds no queries; add lines like {{\"query\": \"…\", \"relevant\": [\"notes/a.md\"]}}"
+        )
     return queries, qrels, kinds, paths
 
 
@@ -358,8 +372,8 @@ def load_collection(
         return load_notes(notes, queries, workdir=workdir, config=config, overrides=items, limit_queries=limit_queries)
     if not collection:
         raise BrainError("name a BEIR-layout folder to evaluate, or --notes DIR --queries FILE", usage=True)
-    return load_beir(collection, split=split, workdir=workdir, config=config, overrides=items, limit_queries=limit_queries,
-                     queries_file=queries)
+    return load_beir(collection, split=split, workdir=workdir, config=config, overrides=items,
+                     limit_queries=limit_queries, queries_file=queries)
 
 
 # ------------------------------------------------------------ running
@@ -376,7 +390,8 @@ def parse_modes(text: str | None, default_fusion: str) -> list[tuple[str, str, s
         mode, _, fusion = item.partition(":")
         if mode not in ("bm25", "vector", "hybrid") or (fusion and (mode != "hybrid" or fusion not in FUSION_METHODS)):
             raise BrainError(
-                f"unknown mode {item!r}; use bm25, vector, hybrid or hybrid:FUSION with FUSION one of {', '.join(FUSION_METHODS)}",
+                f"unknown mode {item!r}; use bm25, vector, hybrid or hybrid:FUSION "
+                f"with FUSION one of {', '.join(FUSION_METHODS)}",
                 usage=True,
             )
         out.append((item, mode, fusion or None))
@@ -454,7 +469,8 @@ def evaluate(
             for qid, text in collection.queries.items():
                 try:
                     response = searcher.search(
-                        text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight, path_prefix=collection.paths.get(qid)
+                        text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight,
+                        path_prefix=collection.paths.get(qid),
                     )
                 except BrainError as exc:
                     if exc.usage:  # a query with no words: it simply finds nothing
@@ -534,7 +550,9 @@ def score_run(
             from ranx import Qrels, Run
             from ranx import evaluate as ranx_evaluate
         except ImportError:
-            raise BrainError("brain eval needs ranx, which the default install leaves out; run `pip install 'brain-search[eval]'`") from None
+            raise BrainError(
+                "brain eval needs ranx, which the default install leaves out; run `pip install 'brain-search[eval]'`"
+            ) from None
 
         # Queries that found nothing are left out of the run; make_comparable scores them 0.
         ranked = Run({qid: _strict_ranks(docs) for qid, docs in run.items() if qid in qrels and docs})

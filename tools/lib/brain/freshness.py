@@ -85,8 +85,8 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     """Compare the index with the files (hashing each one when `verify`) and gather the freshness facts."""
     started = time.monotonic()
     embedder = embedder or Embedder(settings)
-    report = StatusReport(root=str(settings.root), database=index_name(settings), database_exists=index_exists(settings),
-                          verified=verify)
+    report = StatusReport(root=str(settings.root), database=index_name(settings),
+                          database_exists=index_exists(settings), verified=verify)
     report.model_wanted = embedder.identity
     report.unapproved = [{"key": key, "value": shown_value(key, value)} for key, value in settings.unapproved.items()]
     discovery = sources.discover(settings)

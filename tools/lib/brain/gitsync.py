@@ -160,7 +160,8 @@ def range_changes(top: Path, old: str, new: str) -> list[Change]:
 
 
 def commit_changes(top: Path, commit: str) -> list[Change]:
-    """What one commit changed: against its first parent (so a merge shows what it brought in), everything for a root commit."""
+    """What one commit changed: against its first parent (so a merge shows what it brought in),
+    everything for a root commit."""
     listing = _git(top, "rev-list", "--parents", "-n", "1", commit).stdout.decode().split()
     if len(listing) < 2:
         return parse_name_status(_git(top, *_DIFF, "--root", "--no-commit-id", commit).stdout)
@@ -192,7 +193,9 @@ def submodule_heads(top: Path) -> dict[str, str]:
 def _note_submodules(settings: Settings, top: Path) -> dict[str, str]:
     """`submodule_heads`, only those inside the notes folder (a moved submodule elsewhere changes no note)."""
     root = settings.root
-    return {rel: head for rel, head in submodule_heads(top).items() if (top / rel) == root or root in (top / rel).parents}
+    return {
+        rel: head for rel, head in submodule_heads(top).items() if (top / rel) == root or root in (top / rel).parents
+    }
 
 
 def _moved_submodules(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
@@ -289,7 +292,9 @@ def note_paths(settings: Settings, top: Path, changes: Sequence[Change]) -> tupl
     return picked, None
 
 
-def sync(settings: Settings, embedder: Embedder | None = None, *, hook: str | None = None, queue: bool = False) -> SyncReport:
+def sync(
+    settings: Settings, embedder: Embedder | None = None, *, hook: str | None = None, queue: bool = False
+) -> SyncReport:
     """Bring the index up to HEAD: re-index what changed since the last indexed commit.
 
     `queue`: if another sync is already waiting for the index, return at once
@@ -545,7 +550,8 @@ def install_hooks(settings: Settings, *, mode: str = "background", names: Sequen
             path, legacy = folder / name, folder / f"{name}.legacy"
             if os.path.lexists(path) and not is_our_hook(path) and os.path.lexists(legacy):
                 raise BrainError(
-                    f"{path} and {legacy} both exist and neither is brain's; merge them into one hook by hand, then install again"
+                    f"{path} and {legacy} both exist and neither is brain's; "
+                    "merge them into one hook by hand, then install again"
                 )
     actions: list[HookAction] = []
     for work_tree, folder in targets:

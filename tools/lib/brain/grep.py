@@ -211,7 +211,8 @@ def grep(
     limit: int = DEFAULT_LIMIT,
     case_sensitive: bool = False,
 ) -> GrepResponse:
-    """Lines matching `pattern` in the extracted text of every indexed file (or of `file`, or files under that folder)."""
+    """Lines matching `pattern` in the extracted text of every indexed file (or of `file`, or files under that
+    folder)."""
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise BrainError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}", usage=True)
@@ -250,7 +251,8 @@ def grep(
 
 
 def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = None) -> TextRange:
-    """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end, at most MAX_READ_BYTES)."""
+    """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end, at most
+    MAX_READ_BYTES)."""
     if offset < 0:
         raise BrainError(f"offset must be 0 or more, got {offset}", usage=True, field="offset")
     if length is not None and not 1 <= length <= MAX_READ_BYTES:

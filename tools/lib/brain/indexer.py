@@ -135,7 +135,8 @@ VECTOR_BATCH = 32
 
 
 def interrupted_scan(store: Index) -> str:
-    """What is true after Ctrl-C stopped a scan: every file and vector written is kept; what is left, and how to finish."""
+    """What is true after Ctrl-C stopped a scan: every file and vector written is kept; what is left, and how
+    to finish."""
     try:
         counts = store.counts()
     except Exception:  # the index is unreadable now (a full disk): say only what always holds
@@ -184,7 +185,8 @@ class Indexer:
         the same unit as the write (git's HEAD before a scan, the last indexed
         commit before a sync) wraps both in this instead of taking the lock itself.
         """
-        prepare_index_folder(self.settings.database_path.parent)  # `.brain/` ignores itself in git before anything is in it
+        # `.brain/` ignores itself in git before anything is in it
+        prepare_index_folder(self.settings.database_path.parent)
         with writer_lock(self.settings.database_path, also=functools.partial(server_writer_lock, self.settings)):
             yield
 
@@ -313,7 +315,8 @@ class Indexer:
         return self._ignore_rules
 
     def _rebuild_locked(self, discovery: sources.Discovery, started: float) -> ScanReport:
-        """Index everything into a new index and swap it in (the store's `rebuilding`): readers see old or new, never a mix."""
+        """Index everything into a new index and swap it in (the store's `rebuilding`): readers see old or
+        new, never a mix."""
         with rebuilding(self.settings, tokenizer=self.tokenizer, stemmer=self.stemmer) as fresh:
             report = self._scan_into(fresh, discovery, model_identity(self.embedder, self.settings))
         report.rebuilt = True
@@ -362,7 +365,8 @@ class Indexer:
         report: ScanReport,
         gone: dict[str, Any],
     ) -> Iterator[None]:
-        """Index `files` into `store`, keywords first (each file in its own transaction); then the block; then every vector.
+        """Index `files` into `store`, keywords first (each file in its own transaction); then the block; then
+        every vector.
 
         `gone`: indexed files no longer on disk (move sources; the block removes
         them, before any of their chunks is embedded). A file is searchable by its
@@ -402,7 +406,8 @@ class Indexer:
         self, store: Index, source: sources.SourceFile, existing: dict[str, Any], report: ScanReport,
         gone: dict[str, Any], gone_by_hash: dict[str, str], progress: IndexProgress,
     ) -> None:
-        """Read one file and bring its row up to date: unchanged, moved, rewritten with its keywords, or failed alone."""
+        """Read one file and bring its row up to date: unchanged, moved, rewritten with its keywords, or
+        failed alone."""
         row = existing.get(source.rel)
         try:
             data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
@@ -475,7 +480,8 @@ class Indexer:
         )
 
     def _write_file(self, store: Index, pending: _Pending, known: bool, report: ScanReport) -> None:
-        """Write one file's chunks and keywords in one transaction; a vector the cache lacks waits in pending_vectors."""
+        """Write one file's chunks and keywords in one transaction; a vector the cache lacks waits in
+        pending_vectors."""
         language = file_language(store.stemmer(), pending.chunks)
         stem = stemmer_for(language)
         hashes = {c.embed_text: text_hash(c.embed_text) for c in pending.chunks if c.embed_text}
@@ -504,7 +510,9 @@ class Indexer:
             title=pending.extracted.title,
             meta_text=meta_text,
             language=language,
-            keywords=FileKeywords(stem(pending.extracted.title), stem(meta_text), stem(sources.readable_path(pending.source.rel))),
+            keywords=FileKeywords(
+                stem(pending.extracted.title), stem(meta_text), stem(sources.readable_path(pending.source.rel))
+            ),
         )
         if pending.source.path.name.lower().endswith(".pdf"):
             # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.

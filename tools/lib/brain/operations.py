@@ -85,7 +85,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "Read the files before relying on a preview: the index points, the files are the truth."
         ),
         params=(
-            Param("query", "str", "What to look for, in any words.", required=True, maximum=MAX_QUERY_CHARS, metavar="QUERY"),
+            Param("query", "str", "What to look for, in any words.", required=True, maximum=MAX_QUERY_CHARS,
+                  metavar="QUERY"),
             Param("limit", "int", "How many files to return (default: the search.limit setting, 10).",
                   minimum=1, maximum=MAX_SEARCH_LIMIT, flags=("-k", "--limit"), metavar="N"),
             Param("mode", "str", "hybrid (default): keywords and meaning; bm25: exact words, names, codes; "
@@ -222,7 +223,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "the model, the installed hooks. Exit status 1 when anything is out of date."
         ),
         params=(
-            Param("verify", "bool", "Hash every note instead of trusting size and time (slower, exact).", default=False),
+            Param("verify", "bool", "Hash every note instead of trusting size and time (slower, exact).",
+                  default=False),
         ),
         examples=("brain status", "brain status --verify --json"),
         mcp_tool="memory_status",
@@ -323,7 +325,12 @@ def markdown_reference() -> str:
     out: list[str] = []
     for op in OPERATIONS:
         method, path = op.http
-        out += [f"### {op.name}", "", f"{op.summary} CLI `brain {op.name}`, MCP `{op.mcp_tool}`, HTTP `{method} {path}`.", ""]
+        out += [
+            f"### {op.name}",
+            "",
+            f"{op.summary} CLI `brain {op.name}`, MCP `{op.mcp_tool}`, HTTP `{method} {path}`.",
+            "",
+        ]
         if not op.params:
             out += ["No parameters.", ""]
             continue

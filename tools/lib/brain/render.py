@@ -69,10 +69,16 @@ def _explain_lines(hit: Any) -> list[str]:
     lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]
     if vec.get("normalised") is not None:
         extra = f" [pool {pool(vec['pool'])}]" if vec.get("pool") else ""
-        lines.append(f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} (rank {fmt(vec.get('rank'))}){extra}")
+        lines.append(
+            f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} "
+            f"(rank {fmt(vec.get('rank'))}){extra}"
+        )
     if kw.get("normalised") is not None:
         extra = f" [pool {pool(kw['pool'])}]" if kw.get("pool") else ""
-        lines.append(f"        keyword bm25 {fmt(kw.get('bm25'))} → {fmt(kw.get('normalised'))} (rank {fmt(kw.get('rank'))}){extra}")
+        lines.append(
+            f"        keyword bm25 {fmt(kw.get('bm25'))} → {fmt(kw.get('normalised'))} "
+            f"(rank {fmt(kw.get('rank'))}){extra}"
+        )
         if kw.get("fields"):
             matched = "; ".join(f"{name}: {', '.join(words)}" for name, words in kw["fields"].items())
             lines.append(f"        keyword fields matched: {matched}")
@@ -91,23 +97,31 @@ def search(response: SearchResponse, fmt: str) -> str:
     else:
         out = [f"Search: {response.query}  ({response.mode}, {len(response.results)} results)"]
     if response.also_searched:
-        out.append(f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}")
+        out.append(
+            f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}"
+        )
     if response.weak:
         note = f"no keyword matched; closest by meaning (none is close: best cosine under {WEAK_COSINE})"
         out.append(f"_{note}_" if markdown else note)
     if response.partial:
         total = response.embedded_chunks + response.pending_chunks
-        note = (f"vectors for {response.embedded_chunks:,} of {total:,} chunks; results from keywords alone for the rest "
+        note = (f"vectors for {response.embedded_chunks:,} of {total:,} chunks; "
+                "results from keywords alone for the rest "
                 "(`brain index` is making them)")
         out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
         pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
-            out.append(f"{n}. **{shown(hit.path)}** — {_score_line(hit)} — Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
+            out.append(
+                f"{n}. **{shown(hit.path)}** — {_score_line(hit)} — "
+                f"Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
+            )
             out.append(f"   > {hit.preview}")
         else:
-            out.append(f"{n}. {shown(hit.path)}  {_score_line(hit)}  Lines: {hit.start_line}-{hit.end_line}{pages}{stale}")
+            out.append(
+                f"{n}. {shown(hit.path)}  {_score_line(hit)}  Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
+            )
             out.append(f"   Preview: {hit.preview}")
         if explain:
             out.extend(_explain_lines(hit))
@@ -149,7 +163,10 @@ def grep_notes(response: GrepResponse) -> list[str]:
     if not response.matches:
         notes.append(f"no matches for {response.pattern!r} in {response.files_searched} files")
     elif response.truncated:
-        notes.append(f"showing the first {len(response.matches)} matches; more exist (raise --limit, at most 500, or narrow the pattern)")
+        notes.append(
+            f"showing the first {len(response.matches)} matches; "
+            "more exist (raise --limit, at most 500, or narrow the pattern)"
+        )
     return notes
 
 
@@ -179,7 +196,11 @@ def ask_sources(result: AskResult) -> str:
     out: list[str] = []
     for source in result.sources:
         pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
-        size = f"{len(source.excerpt)} of {source.content_len} chars" if source.truncated else f"{source.content_len} chars"
+        size = (
+            f"{len(source.excerpt)} of {source.content_len} chars"
+            if source.truncated
+            else f"{source.content_len} chars"
+        )
         out.extend([f"=== {shown(source.path)} ({size}{pages}) ===", source.excerpt, ""])
     if not result.sources:
         out.append("No notes match the question.")
@@ -194,7 +215,11 @@ def stats_text(data: dict[str, Any]) -> str:
         f"database   {data['database']} ({data['database_bytes'] / 1e6:.1f} MB)",
         f"files      {data['files']}",
         f"chunks     {data['chunks']} ({data['embedded_chunks']} embedded"
-        + (f", {data['pending_vectors']} waiting for their vector: `brain index` makes them)" if data.get("pending_vectors") else ")"),
+        + (
+            f", {data['pending_vectors']} waiting for their vector: `brain index` makes them)"
+            if data.get("pending_vectors")
+            else ")"
+        ),
         f"cache      {data['cache_entries']} vectors, hit rate {'—' if rate is None else f'{rate:.0%}'}",
         f"model      {data['model']} ({data['dimension']} dims, {data['precision']})",
         f"chunking   {data['chunking']}",
@@ -216,7 +241,8 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
 
 
 def sync_text(report: Any) -> str:
-    """One line per git sync (what a hook writes to .brain/hook.log): when, hook, commits, action and why, counts, time."""
+    """One line per git sync (what a hook writes to .brain/hook.log): when, hook, commits, action and why,
+    counts, time."""
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     span = f" {(report.from_commit or 'none')[:12]}..{report.to_commit[:12]}" if report.to_commit else ""
     line = f"{when} {report.hook or 'sync'}{span}: {report.action}"
@@ -264,7 +290,9 @@ def status_text(report: Any) -> str:
     elif report.clean:
         verdict = f"clean: the index matches the files ({how})"
     else:
-        problems = [f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)]
+        problems = [
+            f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)
+        ]
         if report.unlisted:
             problems.append(f"{len(report.unlisted)} unreadable folder{'' if len(report.unlisted) == 1 else 's'}")
         if report.model_mismatch:
@@ -285,8 +313,14 @@ def status_text(report: Any) -> str:
         f"orphaned    {len(report.orphaned)}  (indexed, gone from disk)",
     ]
     if report.pending_vectors:
-        lines.append(f"vectors     {report.pending_vectors:,} chunks waiting (keywords first: `brain index` makes them)")
-    lines += _paths_block("stale", report.stale) + _paths_block("missing", report.missing) + _paths_block("orphaned", report.orphaned)
+        lines.append(
+            f"vectors     {report.pending_vectors:,} chunks waiting (keywords first: `brain index` makes them)"
+        )
+    lines += (
+        _paths_block("stale", report.stale)
+        + _paths_block("missing", report.missing)
+        + _paths_block("orphaned", report.orphaned)
+    )
     for item in report.unlisted:
         lines.append(f"unlisted    {item['path']}: {item['reason']} (its notes are kept, unchecked; make it readable)")
     for item in report.unapproved:
@@ -326,11 +360,14 @@ def status_text(report: Any) -> str:
         lines.append("rebuilt     never")
     model = report.model or "none"
     lines.append(f"model       {model} ({report.dimension or '?'} dims), chunking {report.chunking or '?'}, "
-                 f"schema {report.schema_version if report.schema_version is not None else '?'} (reads {report.schema_supported})")
+                 f"schema {report.schema_version if report.schema_version is not None else '?'} "
+                 f"(reads {report.schema_supported})")
     if report.model_mismatch:
         lines.append(f"            {report.model_mismatch}; run `brain index` to re-embed")
     if report.keyword_mismatch:
-        lines.append(f"            {report.keyword_mismatch}; `brain index` rebuilds the keyword index (nothing re-embedded)")
+        lines.append(
+            f"            {report.keyword_mismatch}; `brain index` rebuilds the keyword index (nothing re-embedded)"
+        )
     installed = [h for h in report.hooks if h["installed"]]
     if not report.hooks:
         lines.append("hooks       none (not a git repository)")
@@ -359,8 +396,10 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     index = report.index
     head = (
         f"{report.collection}{split}: {report.queries} queries, {report.documents} documents; "
-        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread ratio {cfg.get('spread_ratio')}), candidates {cfg['candidates']}, "
-        f"stemmer {cfg.get('stemmer')}, tokenizer '{cfg['fts_tokenizer']}', chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
+        f"fusion {cfg['fusion']}, vector weight {cfg['vector_weight']} (spread ratio {cfg.get('spread_ratio')}), "
+        f"candidates {cfg['candidates']}, "
+        f"stemmer {cfg.get('stemmer')}, tokenizer '{cfg['fts_tokenizer']}', "
+        f"chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
     )
     tail = (
         f"index {'reused' if index['reused'] else 'built'} in {index['seconds']:.1f}s "
@@ -387,7 +426,9 @@ def eval_table(report: Any, markdown: bool = False) -> str:
 
     def table(heads: list[str], body: list[list[str]]) -> list[str]:
         widths = [max(len(str(x)) for x in col) for col in zip(heads, *body)]
-        line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+        line = lambda cells: "  ".join(  # noqa: E731
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
         return [line(heads), *(line(r) for r in body)]
 
     return "\n".join([head, *table(titles, rows), *(table(kind_titles, kind_rows) if kind_rows else []), tail])

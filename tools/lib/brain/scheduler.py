@@ -38,7 +38,10 @@ def check_time(at: str) -> str:
 def report_line(report: ScanReport) -> str:
     """One line for the log: counts, embedding work, time."""
     counts = ", ".join(f"{n} {name}" for name, n in report.counts().items())
-    line = f"rebuilt: {counts}; {report.chunks_embedded} chunks embedded, {report.cache_hits} from cache, in {report.seconds:.1f}s"
+    line = (
+        f"rebuilt: {counts}; {report.chunks_embedded} chunks embedded, "
+        f"{report.cache_hits} from cache, in {report.seconds:.1f}s"
+    )
     for item in report.failed:
         line += f"\n    failed {item['path']}: {item['reason']}"
     return line

@@ -167,7 +167,8 @@ def parse_filter(text: str) -> Filter:
     value = value.strip()
     if not sep or not key or not value or value.startswith("=") or any(ch in "=!<>" or ch.isspace() for ch in key):
         raise BrainError(
-            f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), no other operators",
+            f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), "
+            "no other operators",
             usage=True,
             field="where",
         )
@@ -213,7 +214,9 @@ def fts_match(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], 
     return " OR ".join(chosen) if chosen else None
 
 
-def word_terms(query: str, stem: Callable[[str], str] | Sequence[Callable[[str], str]] | None = None) -> list[list[str]]:
+def word_terms(
+    query: str, stem: Callable[[str], str] | Sequence[Callable[[str], str]] | None = None
+) -> list[list[str]]:
     """The quoted FTS5 terms fts_match searches, grouped by query word (one per stemmer, repeats dropped)."""
     stems: list[Callable[[str], str]] = [] if stem is None else [stem] if callable(stem) else list(stem)
     groups: list[list[str]] = []
@@ -339,7 +342,10 @@ _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
     "minmax": "w × minmax(cosine) + (1 − w) × minmax(bm25), min and max over the candidates",
     "zscore": "w × z(cosine) + (1 − w) × z(bm25), mean and deviation over the candidates",
-    "rrf": f"w × {RRF_K + 1}/({RRF_K} + cosine rank) + (1 − w) × {RRF_K + 1}/({RRF_K} + bm25 rank), ranks among the candidates",
+    "rrf": (
+        f"w × {RRF_K + 1}/({RRF_K} + cosine rank) + (1 − w) × {RRF_K + 1}/({RRF_K} + bm25 rank), "
+        "ranks among the candidates"
+    ),
 }
 
 
@@ -511,8 +517,8 @@ def _explain(
     """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
-                   "spreads": [round(x, 4) for x in spreads(candidates)], "keyword_coverage": round(candidates.coverage, 4),
-                   "field_share": round(candidates.field_share, 4)}
+                   "spreads": [round(x, 4) for x in spreads(candidates)],
+                   "keyword_coverage": round(candidates.coverage, 4), "field_share": round(candidates.field_share, 4)}
         formula = _FORMULAS[method]
     else:
         weights = {mode: 1.0}
@@ -540,9 +546,11 @@ def _explain(
 
 @dataclass(frozen=True)
 class IndexProfile:
-    """What a query needs to know of the index it searches, read once per query: how its words were stemmed and tokenized."""
+    """What a query needs to know of the index it searches, read once per query: how its words were stemmed
+    and tokenized."""
 
-    languages: tuple[str, ...]  # the stemmers a query goes through: the index's, or under `auto` each language its files are in
+    # the stemmers a query goes through: the index's, or under `auto` each language its files are in
+    languages: tuple[str, ...]
     porter: bool  # the keyword tokenizer stems English with porter
 
     @classmethod
@@ -565,8 +573,10 @@ class Searcher:
         self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._version: int | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._vocabulary: tuple[int, dict[str, spelling.Vocabulary]] = (-1, {})  # (data version, by first letter) for typos
-        self._counts: tuple[int | None, dict[str, int]] = (None, {})  # (data version, store.counts()) for the partial flag
+        # (data version, by first letter) for typos
+        self._vocabulary: tuple[int, dict[str, spelling.Vocabulary]] = (-1, {})
+        # (data version, store.counts()) for the partial flag
+        self._counts: tuple[int | None, dict[str, int]] = (None, {})
 
     @property
     def store(self) -> Index:
@@ -609,7 +619,8 @@ class Searcher:
             )
 
     def _index_counts(self, whole: bool = False) -> dict[str, int]:
-        """How many chunks wait for their vector, with every count (files, embedded chunks) while any do or when `whole`.
+        """How many chunks wait for their vector, with every count (files, embedded chunks) while any do or
+        when `whole`.
 
         Read again only after a write. Counting every chunk costs a scan of a big
         server table after each write, so a whole index counts only its pending ones.
@@ -690,7 +701,10 @@ class Searcher:
             # for fewer results never changes which file comes first.
             pool = max(self.settings["search.candidates"], limit)
             candidates = self._candidates(query, match, mode, pool, allowed, profile, also, corrections)
-            weight = effective_weight(candidates, weight, self.settings["search.spread_ratio"]) if mode == "hybrid" else weight
+            weight = (
+                effective_weight(candidates, weight, self.settings["search.spread_ratio"])
+                if mode == "hybrid" else weight
+            )
             fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
             # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
             scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
@@ -748,7 +762,8 @@ class Searcher:
                                       corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
                                       weak=bool(hits) and is_weak(candidates),
                                       embedded_chunks=counts.get("embedded_chunks", 0),
-                                      pending_chunks=counts.get("pending_vectors", 0), indexed_files=counts.get("files", -1))
+                                      pending_chunks=counts.get("pending_vectors", 0),
+                                      indexed_files=counts.get("files", -1))
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars)
             response.seconds = time.monotonic() - started
@@ -774,7 +789,9 @@ class Searcher:
                 self._vocabulary = (version, {})
             known = self._vocabulary[1]
             if letter not in known:
-                known[letter] = spelling.Vocabulary(store.vocabulary(letter, spelling.MIN_FORM_CHARS - spelling.MAX_DISTANCE))
+                known[letter] = spelling.Vocabulary(
+                    store.vocabulary(letter, spelling.MIN_FORM_CHARS - spelling.MAX_DISTANCE)
+                )
             return known[letter]
 
         def surface(term: str) -> str:
@@ -782,7 +799,9 @@ class Searcher:
 
         return spelling.expansions(words, languages, porter, store.count_matches, vocabulary, surface)
 
-    def _searched_forms(self, query: str, corrections: list[spelling.Expansion], profile: IndexProfile) -> dict[str, str]:
+    def _searched_forms(
+        self, query: str, corrections: list[spelling.Expansion], profile: IndexProfile
+    ) -> dict[str, str]:
         """Each word searched, as the index's stored fields hold it (Snowball-stemmed) → the word as typed or shown.
 
         Compared before the tokenizer's porter: both sides went through the same
@@ -871,7 +890,9 @@ class Searcher:
             found.coverage = store.terms_found(words) / len(words) if words else 0.0
         if use_keyword:
             # Vector candidates get their real BM25 score too (0 when no query word is in them).
-            matches, of_vector = store.pick_matches(pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed))
+            matches, of_vector = store.pick_matches(
+                pool, also=found.cosine, file_ids=None if allowed is None else sorted(allowed)
+            )
             for cid in found.cosine:
                 found.keyword[cid] = of_vector.get(cid, 0.0)
             keyword_only = []
@@ -934,7 +955,8 @@ class Searcher:
         return self._executor
 
     def _vector_half(
-        self, query: str, vectors: tuple[np.ndarray, np.ndarray, np.ndarray], found: Candidates, allowed: set[int] | None, pool: int
+        self, query: str, vectors: tuple[np.ndarray, np.ndarray, np.ndarray], found: Candidates,
+        allowed: set[int] | None, pool: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """The `pool` chunks nearest the query, with their cosines, into `found`; returns (chunk ids, every cosine).
 
@@ -1006,7 +1028,8 @@ class Searcher:
 
 
 def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
-    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it is now, and its length."""
+    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
+    is now, and its length."""
     response.excerpt_chars = chars
     done: dict[str, tuple[str, int] | None] = {}
     for hit in response.results:

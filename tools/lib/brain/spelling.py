@@ -6,7 +6,8 @@ same form (Snowball stem in each query language, then porter when the
 tokenizer has it); when that form is in no chunk, or in very few while a word
 one or two edits away is in many, the nearest words (edit distance ≤ 2, a swap
 of two neighbouring letters counting as one edit; found through shared
-trigrams, then checked exactly) are searched too, at a lower weight. Only index words that begin with the typed word's first or
+trigrams, then checked exactly) are searched too, at a lower weight. Only index
+words that begin with the typed word's first or
 second letter are read, so a large index is never read whole: a wrong or
 missing first letter is not corrected (a swap of the first two letters, or an
 extra letter in front, is). Short words are never corrected and middling ones by one edit
@@ -69,7 +70,8 @@ def stems(word: str, languages: Sequence[str]) -> list[str]:
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Edits between a and b (insert, delete, replace, or swap two adjacent letters), or limit + 1 once it must exceed `limit`.
+    """Edits between a and b (insert, delete, replace, or swap two adjacent letters), or limit + 1 once it
+    must exceed `limit`.
 
     The optimal string alignment distance: Levenshtein's, plus a swap of two
     neighbouring letters counted as one edit ("grpah" → "graph", "vidoe" →
@@ -132,7 +134,8 @@ class Vocabulary:
         self._answers: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
 
     def nearest(self, form: str, fewer_than: int) -> list[tuple[int, int, str]]:
-        """Index words within max_edits(form) of `form` held by more than `fewer_than` chunks: (distance, -chunks, word), best first."""
+        """Index words within max_edits(form) of `form` held by more than `fewer_than` chunks:
+        (distance, -chunks, word), best first."""
         key = (form, fewer_than)
         if key not in self._answers:
             if len(self._answers) >= ANSWERS_KEPT:
@@ -174,7 +177,8 @@ def expansions(
 
     `chunks_holding(match, cap)` counts the chunks an FTS5 expression matches,
     up to `cap`; `vocabulary(letter)` builds (or returns the warm) Vocabulary of
-    the index words beginning with `letter`, only when some word needs it; `surface` turns an index word back into a word as written.
+    the index words beginning with `letter`, only when some word needs it; `surface`
+    turns an index word back into a word as written.
     """
     out: list[Expansion] = []
     for word in words:

@@ -111,7 +111,9 @@ class TextReader:
         """
         problem = sources.stored_path_problem(row.path)
         if problem is not None:
-            raise TextUnavailable(f"the index holds an unsafe path ({problem}); not read. Rebuild it with `brain index --full`")
+            raise TextUnavailable(
+                f"the index holds an unsafe path ({problem}); not read. Rebuild it with `brain index --full`"
+            )
         path = self.settings.root / row.path
         try:
             real = sources.note_target(self.settings, path, self._get_rules)
@@ -147,7 +149,8 @@ class TextReader:
             if kept is not None:
                 return FileText(row.path, kept[0], kept[1], stale=digest != row.hash)
         try:
-            extracted = sources.extract_bytes(Path(row.path).name, data)  # the link's name decides the type, as at index time
+            # the link's name decides the type, as at index time
+            extracted = sources.extract_bytes(Path(row.path).name, data)
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
         if is_pdf:
@@ -191,7 +194,9 @@ class TextReader:
             row = self.store.get_file(rel)
             if row is not None:
                 return row
-        raise NotIndexed(f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new")
+        raise NotIndexed(
+            f"{raw}: not in the index; check the path with `brain search`, or run `brain index` if the file is new"
+        )
 
     def resolve_many(self, raw: str) -> tuple[list[FileRow], bool]:
         """The indexed file `raw` names (and True), or every indexed file under the folder it names (and False)."""

@@ -129,7 +129,10 @@ class Watcher:
             # Now, not at the first save: loading took ~8 s, which the first change then waited for.
             self.embedder.load(expected_texts=1)
         except BrainError as exc:
-            self._report_problem(f"the embedding model cannot be loaded ({exc}); saved notes are searchable by their words, their vectors wait until it loads")
+            self._report_problem(
+                f"the embedding model cannot be loaded ({exc}); saved notes are searchable by their words, "
+                "their vectors wait until it loads"
+            )
         with self._lock:
             self._needs_scan = True  # catch up with what changed while nobody watched
             self._first_event = self._last_event = 0.0
@@ -253,7 +256,9 @@ def _to_reindex(found: sources.SourceFile | str) -> bool:
 
 
 def _report_line(report: ScanReport, scan: bool, events: int) -> str:
-    counts = ", ".join(f"{n} {name}" for name, n in report.counts().items() if n and name != "unchanged") or "nothing changed"
+    counts = ", ".join(
+        f"{n} {name}" for name, n in report.counts().items() if n and name != "unchanged"
+    ) or "nothing changed"
     what = "scan" if scan else f"{events} changed paths"
     line = f"{what}: {counts}; {report.chunks_embedded} chunks embedded in {report.seconds:.2f}s"
     for item in report.failed:
