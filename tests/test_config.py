@@ -171,3 +171,24 @@ def test_cli_config_show_json_has_help(tmp_path: Path) -> None:
     rows = {row["key"]: row for row in json.loads(result.stdout)}
     assert rows["search.limit"]["help"] == "files a search returns"
     assert rows["search.limit"]["value"] == 10 and rows["search.limit"]["origin"] == "default"
+
+
+@pytest.mark.parametrize(
+    "text, suggestion",
+    [
+        ("[serach]\nlimit = 5\n", "did you mean search.limit?"),  # a mistyped section
+        ("[search]\nlimt = 5\n", "did you mean search.limit?"),  # a mistyped key
+        ("colour = 'blue'\n", "`brain config show` lists every setting"),  # nothing near
+    ],
+)
+def test_an_unknown_setting_names_the_nearest_instead_of_all(tmp_path: Path, text: str, suggestion: str) -> None:
+    """Newcomer round two, item 5: all 28 keys were listed instead."""
+    write(tmp_path, {"brain.toml": text})
+    with pytest.raises(BrainError) as err:
+        load_settings(tmp_path)
+    assert suggestion in str(err.value) and "chunking.max_tokens" not in str(err.value)
+
+
+def test_a_brain_root_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    done = run_cli("status", env={"BRAIN_ROOT": str(tmp_path / "nope")}, cwd=tmp_path)
+    assert done.returncode == 1 and "(BRAIN_ROOT) does not exist" in done.stderr and "unset it" in done.stderr

@@ -223,7 +223,9 @@ def locate_root(explicit: str | None = None) -> FoundRoot:
     if raw:
         path = Path(os.path.expanduser(raw))
         if not path.exists():
-            raise BrainError(f"notes root {raw!r} does not exist; pass an existing folder with --root")
+            fix = ("pass an existing folder with --root" if explicit
+                   else "set BRAIN_ROOT to an existing folder or unset it")
+            raise BrainError(f"notes root {raw!r} ({'--root' if explicit else 'BRAIN_ROOT'}) does not exist; {fix}")
         if not path.is_dir():
             raise BrainError(f"notes root {raw!r} is a file, not a folder; pass its folder with --root")
         return FoundRoot(path.resolve(), "--root" if explicit else "BRAIN_ROOT")
@@ -281,8 +283,21 @@ def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:
             flat[key] = value
     for key in flat:
         if key not in SPECS:
-            raise BrainError(f"{source}: unknown setting {key!r}; known settings: {', '.join(SPECS)}")
+            raise BrainError(f"{source}: unknown setting {key!r}; {_did_you_mean(key)}")
     return flat
+
+
+def _did_you_mean(key: str) -> str:
+    """The nearest known settings to a mistyped `key` (`serach.limit` → search.limit), else where they are listed."""
+    import difflib
+
+    near = difflib.get_close_matches(key, SPECS, n=2, cutoff=0.85)
+    if not near:  # a known key under a mistyped section, or a known section's unknown key: compare the last part
+        tail = key.rpartition(".")[2]
+        near = [k for k in SPECS if k.rpartition(".")[2] == tail][:3]
+    if near:
+        return "did you mean " + " or ".join(near) + "?"
+    return "`brain config show` lists every setting"
 
 
 def _fix(key: str, origin: str) -> str:
@@ -366,7 +381,7 @@ def _check_together(values: dict[str, Any], origins: dict[str, str]) -> None:
 
 def _known(key: str) -> None:
     if key not in SPECS:
-        raise BrainError(f"unknown setting {key!r}; known settings: {', '.join(SPECS)}", usage=True)
+        raise BrainError(f"unknown setting {key!r}; {_did_you_mean(key)}", usage=True)
 
 
 def store_url_problem(url: str) -> str | None:
