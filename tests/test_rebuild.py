@@ -141,6 +141,12 @@ def test_schedule_once_from_the_command_line(tmp_path: Path) -> None:
     assert "nightly rebuild starting" in log and "rebuilt: 1 added" in log
     bad = run_cli("--root", str(root), "schedule", "--at", "7pm")
     assert bad.returncode == 2 and "HH:MM" in bad.stderr
+    # A file that fails is reported, not a failed night (newcomer round two, item 4): as `brain index`.
+    write(root, {"binary.md": b"\x00\x01\x02 not text" * 100})
+    for command in (["schedule", "--once"], ["index"]):
+        done = run_cli("--root", str(root), *command)
+        assert done.returncode == 0, (command, done.stderr)
+    assert "1 failed" in (root / ".brain" / "schedule.log").read_text(encoding="utf-8")
 
 
 def test_ctrl_c_during_a_full_rebuild_says_the_old_index_stands_and_cleans_up(tmp_path: Path) -> None:

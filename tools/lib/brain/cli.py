@@ -283,7 +283,7 @@ def grep_command(as_json: bool, **given: Any) -> int:
         click.echo(render.grep_text(response))
     for note in render.grep_notes(response):
         sys.stderr.write(f"brain: {note}\n")
-    return EXIT_OK
+    return EXIT_OK if response.matches else EXIT_FAILURE  # as grep and ripgrep: 1 when nothing matches
 
 
 @operation_command("get")
