@@ -60,12 +60,17 @@ def note_text(rng: random.Random, title: str, mark: str) -> str:
     return f"# {title}\n\nThe {COMMON} note {mark}. " + ". ".join(sentences) + ".\n"
 
 
+# Consonants but y and s: no tokenizer splits such a word and no stemmer changes it (English turned
+# "zqy" into "zqi", another note's mark, so two notes held the same keyword: a tie, not a mix).
+MARK_LETTERS = "bcdfghjklmnpqrtvwxz"
+
+
 def mark(n: int) -> str:
-    """A word no other note holds, letters only so every tokenizer keeps it whole."""
+    """A word no other note holds, whatever the stemmer."""
     letters = ""
     while True:
-        n, digit = divmod(n, 26)
-        letters = chr(ord("a") + digit) + letters
+        n, digit = divmod(n, len(MARK_LETTERS))
+        letters = MARK_LETTERS[digit] + letters
         if n == 0:
             return "zq" + letters
 
