@@ -133,6 +133,9 @@ def test_ctrl_c_during_embedding_acts_at_once_and_keeps_every_vector(tmp_path: P
     def controlling_terminal() -> None:  # the pty becomes the child's terminal, so Ctrl-C typed on it is SIGINT
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # As a shell starts a command: an ignored SIGINT is inherited across exec, and Python then keeps
+        # ignoring it (something earlier in a whole test run left this process's SIGINT ignored).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     index = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index"], stdin=slave, stdout=slave,
                              stderr=slave, env=env, preexec_fn=controlling_terminal)
