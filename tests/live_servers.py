@@ -24,6 +24,16 @@ LIB = PROJECT / "tools" / "lib"
 _ADDRESS = re.compile(r"at http://(\S+?):(\d+)/")
 
 
+def wait_until(check: Callable[[], bool], timeout: float = 120, what: str = "condition", every: float = 0.2) -> None:
+    """Poll `check` every `every` seconds until it is true; an AssertionError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def brain_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a brain subprocess runs in: this checkout's code, offline, no stray BRAIN_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}

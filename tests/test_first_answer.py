@@ -21,6 +21,7 @@ from pathlib import Path
 
 from brain.indexer import VECTOR_BATCH
 from conftest import PROJECT, run_cli, write
+from live_servers import wait_until
 
 WORDS = ("harbour lantern ledger orchard violin tunnel basil ferry kernel glacier railway mortgage compiler "
          "tomato chapter garden meeting invoice backup clinic").split()
@@ -60,22 +61,13 @@ def start_index(root: Path, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for(check, timeout: float = 300, what: str = "it") -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_search_during_a_first_index_finds_every_written_file_and_says_it_is_partial(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     many_notes(root, 60)
     index = start_index(root)
     try:
-        wait_for(lambda: counts(root)[0] == 60 and counts(root)[2] > 0,
-                 what="every file written, vectors still waiting")
+        wait_until(lambda: counts(root)[0] == 60 and counts(root)[2] > 0,
+                   what="every file written, vectors still waiting", timeout=300)
         files, embedded, waiting = counts(root)
         found = run_cli("--root", str(root), "search", "zq57x", "--json")
         assert found.returncode == 0, found.stderr
@@ -101,7 +93,8 @@ def test_a_kill_during_embedding_keeps_every_vector_and_the_next_index_reads_no_
     root = tmp_path / "notes"
     many_notes(root, 40)
     index = start_index(root)
-    wait_for(lambda: counts(root)[1] >= 8 and counts(root)[2] > 0, what="some vectors made, some waiting")
+    wait_until(lambda: counts(root)[1] >= 8 and counts(root)[2] > 0, what="some vectors made, some waiting",
+               timeout=300)
     os.kill(index.pid, signal.SIGKILL)
     index.wait(timeout=60)
     files, embedded, waiting = counts(root)
@@ -154,7 +147,7 @@ def test_ctrl_c_during_embedding_acts_at_once_and_keeps_every_vector(tmp_path: P
         read_terminal()
         return counts(root)[1] >= 4 and counts(root)[2] >= 3 * VECTOR_BATCH
 
-    wait_for(embedding, what="embedding under way")
+    wait_until(embedding, what="embedding under way", timeout=300)
     before = counts(root)[1]
     os.write(master, b"\x03")  # Ctrl-C, typed on the terminal
     pressed = time.monotonic()

@@ -12,18 +12,15 @@ from pathlib import Path
 
 import pytest
 
+import live_servers
 from brain import Brain, ScanReport
 from brain.watcher import Watcher
 from conftest import run_cli, write
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
+def wait_until(condition: Callable[[], bool]) -> None:
+    """The shared poll, at this file's pace: a watcher's debounce is short."""
+    live_servers.wait_until(condition, timeout=90.0, every=0.05)
 
 
 class Running:

@@ -148,6 +148,20 @@ def test_f6_where_filter_with_many_spaces_parses_in_linear_time(served: tuple[An
 # ---------------------------------------------------------------- F8: PDF whose pages share one huge content stream
 
 
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these numbered objects (1 is the catalog), with its cross-reference table and trailer."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
 def hostile_pdf(pages: int, stream_bytes: int) -> bytes:
     """A small PDF whose `pages` pages all draw the same `stream_bytes` content stream (compressed)."""
     line = b"BT /F1 12 Tf 72 712 Td (the quick brown fox jumps) Tj ET\n"
@@ -163,16 +177,7 @@ def hostile_pdf(pages: int, stream_bytes: int) -> bytes:
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
         b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
     ] * pages
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def test_f8_pdf_sharing_one_huge_stream_fails_alone(tmp_path: Path) -> None:
@@ -201,16 +206,7 @@ def pdf_with_content(content: bytes) -> bytes:
         b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def test_a_pdf_nested_100000_deep_fails_alone_with_that_reason(tmp_path: Path) -> None:

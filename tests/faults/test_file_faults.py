@@ -14,8 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -23,7 +21,7 @@ import httpx
 import pytest
 
 from conftest import git, init_repo, run_cli, write
-from live_servers import brain_env, http_server, mcp_session
+from live_servers import brain_env, http_server, mcp_session, wait_until
 
 SECRET = "the launch codes are 0000"
 # A regression that reads an endless file must fail the test, not exhaust the machine.
@@ -46,15 +44,6 @@ def commit(root: Path, message: str = "change") -> None:
     git(root, "add", "-A")
     done = git_capped(root, "commit", "-q", "-m", message)
     assert done.returncode == 0, done.stderr
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 120, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
