@@ -97,10 +97,11 @@ def test_beir_collection_is_indexed_once_and_scored_per_mode(beir: tuple[Path, P
     assert again.index["reused"] is True and again.index["chunks_embedded"] == 0
     assert again.queries == 2 and [r.mode for r in again.results] == ["bm25", "hybrid:rrf"]
     table = render.eval_table(again, markdown=True)
-    assert "| mode | nDCG@10 | MRR@10 | P@5 | R@5 | R@100 | median ms |" in table
+    assert "| mode | nDCG@10 | MRR@10 | P@5 | R@5 | R@100 | R-prec | median ms |" in table
     assert "| hybrid:rrf |" in table and "index reused" in table
     text = render.eval_table(again)
-    assert text.splitlines()[1].split() == ["mode", "nDCG@10", "MRR@10", "P@5", "R@5", "R@100", "median", "ms"]
+    assert text.splitlines()[1].split() == [
+        "mode", "nDCG@10", "MRR@10", "P@5", "R@5", "R@100", "R-prec", "median", "ms"]
 
 
 def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple[Path, Path]) -> None:

@@ -24,6 +24,8 @@ NOTES_FOLDERS: dict[str, Path] = {
     "tldr-it": CORPORA / "tldr-it",
     "tldr-en": CORPORA / "tldr-en",
     "agency": PROJECT / "examples" / "agency",
+    "agency-things": PROJECT / "examples" / "agency",
+    "studio-things": PROJECT / "examples" / "studio",
 }
 
 OBSIDIAN_KINDS = {"question", "keyword", "title", "alias", "typo", "italian", "cross-en-it", "cross-it-en"}
@@ -32,12 +34,17 @@ TLDR_KINDS = {"task", "keyword", "command", "typo"}
 # The agency set's kinds, as examples/agency/README.md lists them.
 AGENCY_KINDS = {"title", "cross", "metadata", "semantic", "identifier", "sector", "deep", "typo"}
 
+# The "which things" sets (docs/decisions/40-query-understanding.md), computed by things_queries.py.
+THINGS_KINDS = {"value", "status", "time", "meaning", "combined"}
+
 # Query file stem -> the kinds its lines may carry (None: any non-empty string, for a set without a list).
 KINDS: dict[str, set[str] | None] = {
     "obsidian-help": OBSIDIAN_KINDS,
     "tldr-it": TLDR_KINDS,
     "tldr-en": TLDR_KINDS,
     "agency": AGENCY_KINDS,
+    "agency-things": THINGS_KINDS,
+    "studio-things": THINGS_KINDS,
 }
 
 QUERY_FILES = sorted(p for p in JUDGED.glob("*.jsonl") if p.stem in NOTES_FOLDERS)
@@ -161,3 +168,15 @@ def test_relevant_paths_exist(query_file: Path) -> None:
         if not (folder / rel).is_file()
     ]
     assert not missing, f"{len(missing)} relevant paths not found under {folder.name}/: {missing[:10]}"
+
+
+@pytest.mark.parametrize("stem", ["agency-things", "studio-things"])
+def test_things_sets_are_what_their_specs_compute(stem: str) -> None:
+    """Their relevant notes come from the notes' frontmatter (things_queries.py), never edited by hand."""
+    import subprocess
+    import sys
+
+    spec = JUDGED / f"{stem}.spec.jsonl"
+    done = subprocess.run([sys.executable, str(JUDGED / "things_queries.py"), str(spec), str(NOTES_FOLDERS[stem]),
+                           "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

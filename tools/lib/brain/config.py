@@ -143,6 +143,8 @@ SETTINGS: tuple[Setting, ...] = (
             choices=FTS_TOKENIZERS),
     Setting("search.stemmer", str, "auto", "Snowball stemmer before the tokenizer; auto: each file in its own language",
             choices=STEMMERS),
+    Setting("search.understanding", str, "on", "on: a query's kind of note, frontmatter values, status and time "
+            "words rank the notes that have them first; off: words only (as --literal)", choices=("on", "off")),
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).
     Setting("ask.model", str, "", "chat model name; empty: ask lists its sources instead"),
     Setting("ask.base_url", str, "", "OpenAI-compatible endpoint; empty: OpenAI"),

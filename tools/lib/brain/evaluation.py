@@ -45,6 +45,7 @@ METRICS: dict[str, str] = {
     "precision@5": "P@5",
     "recall@5": "R@5",
     "recall@100": "R@100",
+    "r-precision": "R-prec",  # where the answer is a set: the share of the first |relevant| results that are in it
 }
 RESULTS_PER_QUERY = 100
 DEFAULT_WORKDIR = "~/.cache/brain/eval"

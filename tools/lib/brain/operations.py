@@ -98,6 +98,8 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("where", "list", "Frontmatter filters, each key=value or key!=value, e.g. status!=archived "
                   "(repeat the flag for several).", default=(), metavar="KEY=VALUE"),
             Param("chunks", "bool", "One result per chunk instead of one per file.", default=False),
+            Param("literal", "bool", "Words only: do not read the query's kind of note, frontmatter values, status "
+                  "or time words (\"progetti Laravel del 2024\") as things the notes must have.", default=False),
             Param("explain", "bool", "Show how each score was made: both halves, the fusion, the fields that matched.",
                   default=False),
             Param("excerpt_chars", "int", "Also give each result the relevant excerpt of its file, about this many "

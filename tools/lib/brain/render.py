@@ -45,7 +45,9 @@ def _score_line(hit: Any) -> str:
         parts.append(f"vector: {hit.vector_score:.3f}")
     if hit.keyword_score is not None:
         parts.append(f"keyword: {hit.keyword_score:.3f}")
-    return f"Score: {hit.score:.3f}" + (f" ({', '.join(parts)})" if parts else "")
+    # Ranked first by how much of what was understood its note has, then by score.
+    has = "" if getattr(hit, "satisfies", None) is None else f"  Has: {hit.satisfies} understood"
+    return f"Score: {hit.score:.3f}" + (f" ({', '.join(parts)})" if parts else "") + has
 
 
 def _explain_lines(hit: Any) -> list[str]:
@@ -100,6 +102,9 @@ def search(response: SearchResponse, fmt: str) -> str:
         out.append(
             f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}"
         )
+    if response.understood_line:
+        note = f"understood: {response.understood_line} (--literal: words only)"
+        out.append(f"_{note}_" if markdown else note)
     if response.weak:
         note = f"no keyword matched; closest by meaning (none is close: best cosine under {WEAK_COSINE})"
         out.append(f"_{note}_" if markdown else note)
@@ -407,12 +412,12 @@ def eval_table(report: Any, markdown: bool = False) -> str:
     )
     titles = ["mode", *METRICS.values(), "median ms"]
     rows = [[r.mode, *(f"{r.metrics[m]:.4f}" for m in METRICS), f"{r.median_ms:.1f}"] for r in report.results]
-    # Per kind of query (notes query files that name kinds): MRR@10 and R@5 per mode.
+    # Per kind of query (notes query files that name kinds): MRR@10, R@5 and R-precision per mode.
     kinds = sorted({k for r in report.results for k in r.by_kind})
-    kind_titles = ["kind", "queries", *(f"{r.mode} {m}" for r in report.results for m in ("MRR@10", "R@5"))]
+    kind_titles = ["kind", "queries", *(f"{r.mode} {m}" for r in report.results for m in ("MRR@10", "R@5", "R-prec"))]
     kind_rows = [
         [kind, str(int(report.results[0].by_kind[kind]["queries"])),
-         *(f"{r.by_kind[kind][m]:.3f}" for r in report.results for m in ("mrr@10", "recall@5"))]
+         *(f"{r.by_kind[kind][m]:.3f}" for r in report.results for m in ("mrr@10", "recall@5", "r-precision"))]
         for kind in kinds
     ]
     if markdown:

@@ -20,7 +20,7 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
-from . import sources, spelling
+from . import sources, spelling, understanding
 from .excerpt import fold, relevant_excerpt
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS
@@ -69,11 +69,14 @@ class SearchHit:
     # Only with `excerpt_chars`: the relevant excerpt of the current file and its full length.
     excerpt: str | None = None
     content_len: int | None = None
+    satisfies: int | None = None  # how many of the understood constraints its note satisfies (None: none understood)
 
     def to_dict(self, explain: bool = False, excerpts: bool = False) -> dict[str, Any]:
         data = asdict(self)
         if not explain:
             data.pop("explain")
+        if self.satisfies is None:  # only when something was understood: the JSON keeps its shape
+            data.pop("satisfies")
         if not excerpts and self.content_len is None:  # without excerpts the JSON keeps its exact shape
             data.pop("excerpt")
             data.pop("content_len")
@@ -102,6 +105,9 @@ class SearchResponse:
     embedded_chunks: int = 0
     pending_chunks: int = 0
     indexed_files: int = -1  # -1: not counted
+    # What the query was understood to name (understanding.py): kinds, values, statuses, times.
+    understood: list[dict[str, Any]] = field(default_factory=list)
+    understood_line: str = ""
 
     @property
     def partial(self) -> bool:
@@ -136,6 +142,8 @@ class SearchResponse:
             data["vectors"] = {"embedded": self.embedded_chunks, "total": self.embedded_chunks + self.pending_chunks}
         if self.empty:
             data["empty"] = True
+        if self.understood:  # only then, like also_searched
+            data["understood"] = self.understood
         return data
 
 
@@ -368,6 +376,7 @@ class Candidates:
     field_share: float = 0.0
     # Candidates whose vector is not made yet (keywords first, vectors after): neither close nor far in meaning.
     pending: set[int] = field(default_factory=set)
+    titled: bool = False  # some candidate's note title holds every content word of the query
 
 
 class Fused(NamedTuple):
@@ -577,6 +586,8 @@ class Searcher:
         self._vocabulary: tuple[int, dict[str, spelling.Vocabulary]] = (-1, {})
         # (data version, store.counts()) for the partial flag
         self._counts: tuple[int | None, dict[str, int]] = (None, {})
+        # (data version, what understanding reads of every file)
+        self._facts: tuple[int | None, understanding.IndexFacts | None] = (None, None)
 
     @property
     def store(self) -> Index:
@@ -654,8 +665,13 @@ class Searcher:
         chunks: bool = False,
         fusion: str | None = None,
         excerpt_chars: int | None = None,
+        literal: bool = False,
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
+
+        Unless `literal`, the kinds, frontmatter values, statuses and times the
+        query names (understanding.py) rank the notes that satisfy more of them
+        first; the rest of the query orders the notes within.
 
         `fusion` (hybrid mode) is one of FUSION_METHODS; `vector_weight` is the
         share of the semantic half in it. Both default to the settings.
@@ -706,8 +722,14 @@ class Searcher:
                 if mode == "hybrid" else weight
             )
             fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
-            # Chunk id orders ties only provisionally: hits of equal score end up ordered by path (below).
-            scored = sorted(((f.score, cid) for cid, f in fused.items()), key=lambda item: (-item[0], item[1]))
+            # A query that is a note's title names that note: it asks for no kind of thing.
+            literal = literal or candidates.titled or self.settings["search.understanding"] == "off"
+            understood = understanding.Understood() if literal else self.understand(query, profile)
+            # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
+            # nothing keeps its place below those that do. Chunk id orders ties only
+            # provisionally: hits of equal place end up ordered by path (below).
+            place, hidden = self._places(fused, understood, chunks)
+            scored = sorted(place, key=lambda cid: (-place[cid][0], -place[cid][1], cid))
 
             terms = [fold(t) for t in query_terms(query)]
             reader = TextReader(self.settings, store)
@@ -716,11 +738,11 @@ class Searcher:
             seen_files: set[int] = set()
             checked: dict[int, tuple[bool, str | None] | None] = {}
             searched_forms = self._searched_forms(query, corrections, profile)
-            raw: dict[int, float] = {}  # hit chunk id → unrounded score, for breaking ties by path
-            for cid, row, file_row in self._rows_in_order([cid for _, cid in scored], limit):
-                if not chunks and row.file_id in seen_files:
+            raw: dict[int, tuple[int, float]] = {}  # hit chunk id → unrounded place, for breaking ties by path
+            for cid, row, file_row in self._rows_in_order(scored, limit):
+                if not chunks and (row.file_id in seen_files or row.file_id in hidden):
                     continue
-                if len(hits) >= limit and fused[cid].score < raw[hits[-1].chunk_id]:
+                if len(hits) >= limit and place[cid] < raw[hits[-1].chunk_id]:
                     break
                 if row.file_id not in checked:
                     checked[row.file_id] = self._freshness(reader, file_row)
@@ -749,11 +771,13 @@ class Searcher:
                     chunk_id=cid,
                     explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
                 )
+                if understood:
+                    hit.satisfies = place[cid][0]
                 hits.append(hit)
-                raw[cid] = part.score
+                raw[cid] = place[cid]
             # Equal scores (duplicate texts in different files) are ordered by path, so the
             # order is the same in every index of the same notes, whatever the insertion order.
-            hits = sorted(hits, key=lambda h: (-raw[h.chunk_id], h.path))[:limit]
+            hits = sorted(hits, key=lambda h: (-raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:limit]
             if candidates.use_keyword and hits:
                 self._explain_fields(hits, searched_forms)
             counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
@@ -763,11 +787,63 @@ class Searcher:
                                       weak=bool(hits) and is_weak(candidates),
                                       embedded_chunks=counts.get("embedded_chunks", 0),
                                       pending_chunks=counts.get("pending_vectors", 0),
-                                      indexed_files=counts.get("files", -1))
+                                      indexed_files=counts.get("files", -1),
+                                      understood=understood.to_list(), understood_line=understood.line)
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars)
             response.seconds = time.monotonic() - started
             return response
+
+    def index_facts(self) -> understanding.IndexFacts:
+        """The folders, frontmatter values and dates of every indexed file, read again only after a write."""
+        version = self.store.data_version()
+        known, facts = self._facts
+        if known != version or facts is None:
+            facts = understanding.IndexFacts.gather((row.id, row.path, row.metadata)
+                                                    for row in self.store.all_files().values())
+            self._facts = (version, facts)
+        return facts
+
+    def understand(self, query: str, profile: IndexProfile | None = None) -> understanding.Understood:
+        """The kinds, values, statuses and times `query` names, among those this index holds."""
+        profile = profile or IndexProfile.of(self.store)
+        return understanding.understand(query, self.index_facts(), profile.stems, STOP_WORDS)
+
+    def _places(
+        self, fused: dict[int, Fused], understood: understanding.Understood, chunks: bool
+    ) -> tuple[dict[int, tuple[int, float]], set[int]]:
+        """Each candidate's place (constraints its note satisfies, score), and the files not to show.
+
+        When the query names a kind whose notes live in folders of their own
+        (projects/<name>/…), it asks for things, not pages: each thing is shown
+        once, by its main note (index.md, README.md or <name>.md), which takes
+        the best score of its pages; the other pages are not shown.
+        """
+        if not understood:
+            return {cid: (0, part.score) for cid, part in fused.items()}, set()
+        facts = self.index_facts()
+        file_of = {cid: row.file_id for cid, row in self.store.chunks_by_id(list(fused)).items()}
+        satisfied: dict[int, int] = {}
+        place: dict[int, tuple[int, float]] = {}
+        for cid, part in fused.items():
+            fid = file_of.get(cid, -1)
+            if fid not in satisfied:
+                satisfied[fid] = understood.satisfied(facts.notes.get(fid))
+            place[cid] = (satisfied[fid], part.score)
+        hidden: set[int] = set()
+        if understood.kind_folders and not chunks:
+            best: dict[int, int] = {}  # file → its best candidate chunk
+            for cid, fid in file_of.items():
+                if fid not in best or place[cid] > place[best[fid]]:
+                    best[fid] = cid
+            for fid, cid in best.items():
+                main = facts.main_note(fid, understood.kind_folders)
+                if main is None or main == fid or main not in best:
+                    continue
+                hidden.add(fid)
+                top = best[main]
+                place[top] = (place[top][0], max(place[top][1], place[cid][1]))
+        return place, hidden
 
     def keyword_query(self, query: str, profile: IndexProfile | None = None) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""
@@ -948,6 +1024,7 @@ class Searcher:
         for cid, title in self.store.chunk_titles(matched).items():
             if title and title_holds(title, words, porter):
                 found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT
+                found.titled = True
 
     def _keyword_thread(self) -> ThreadPoolExecutor:
         if self._executor is None:

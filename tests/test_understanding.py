@@ -1,0 +1,172 @@
+"""A query's kind of note, frontmatter values, status and time words, read against what the index holds.
+
+The pure part (understanding.understand over a folder's facts) is checked word by word in both
+languages; the ranking, the "understood:" line and the off switch through real doors on the indexed
+example notes (the bundled model), and a wrong understanding staying harmless.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from brain import Brain, understanding
+from brain.search import STOP_WORDS
+from brain.stemming import stemmer
+from conftest import run_cli
+from live_servers import http_server, mcp_session
+
+FILES = [
+    (1, "projects/alfa/index.md", {"status": "active", "stack": ["laravel", "vue"], "year": 2024, "sector": "clinica"}),
+    (2, "projects/alfa/meeting-2024-05-02.md", {}),
+    (3, "projects/beta/index.md", {"status": "archived", "stack": ["django"], "started": dt.date(2023, 5, 1),
+                                   "sector": "hotel"}),
+    (4, "projects/gamma/index.md", {"status": "maintenance", "stack": ["laravel"], "year": 2025, "sector": "hotel"}),
+    (5, "decisions/0001-stack.md", {"status": "accepted", "date": dt.date(2024, 3, 1)}),
+    (6, "decisions/0002-hosting.md", {"status": "superseded", "date": dt.date(2025, 1, 9)}),
+    (7, "decisions/0003-backup.md", {"status": "accepted", "date": dt.date(2025, 6, 2)}),
+    (8, "diary/2025-03-04.md", {}),
+    (9, "diary/2025-11-24.md", {}),
+    (10, "diary/2024-11-28.md", {}),
+]
+TODAY = dt.date(2025, 12, 3)  # a Wednesday
+STEMS = [stemmer("italian"), stemmer("english")]
+
+
+def read(query: str) -> understanding.Understood:
+    return understanding.understand(query, understanding.IndexFacts.gather(FILES), STEMS, STOP_WORDS, today=TODAY)
+
+
+def matching(query: str) -> list[str]:
+    """The paths that satisfy everything understood, in file order."""
+    facts = understanding.IndexFacts.gather(FILES)
+    found = read(query)
+    return [facts.notes[fid].path for fid, _, _ in FILES if found.satisfied(facts.notes[fid]) == len(found.constraints)]
+
+
+@pytest.mark.parametrize(("query", "line"), [
+    ("progetti Laravel", "kind projects · stack laravel"),
+    ("Laravel projects", "kind projects · stack laravel"),
+    ("progetti ancora attivi", "kind projects · status active"),
+    ("projects still running", "kind projects · status active"),
+    ("progetti dismessi", "kind projects · status archived"),
+    ("archived projects", "kind projects · status archived"),
+    ("progetti in manutenzione", "kind projects · status maintenance"),
+    ("decisioni del 2024", "kind decisions · year 2024"),
+    ("decisions in 2025", "kind decisions · year 2025"),
+    ("progetti dal 2025", "kind projects · since 2025"),
+    ("projects since 2024", "kind projects · since 2024"),
+    ("progetti Django prima del 2024", "kind projects · before 2024 · stack django"),
+    ("diario di marzo 2025", "kind diary · month 2025-03"),
+    ("what happened in March 2025", "month 2025-03"),
+    ("nel diario della settimana scorsa", "kind diary · week of 2025-11-24"),
+    ("diary entries from last week", "kind diary · week of 2025-11-24"),
+    ("progetti dell'anno scorso", "kind projects · year 2024"),
+    ("projects from last year", "kind projects · year 2024"),
+    ("decisioni superate", "kind decisions · status superseded"),
+])
+def test_each_kind_of_word_is_understood_in_both_languages(query: str, line: str) -> None:
+    assert read(query).line == line
+
+
+@pytest.mark.parametrize("query", [
+    "FT-2025-0093",  # an identifier's digits are no year
+    "INC-2023-027 disco pieno",
+    "Laravel",  # a value alone is a topic: the keyword half finds it
+    "backup del server hotel",
+    "il progetto per la clinica",  # one project asked for, not a kind
+    "what needs to be done before the open day",  # "done" and "open" are not statuses
+    "upgrade PHP 8 2024",  # a year without a preposition is a number
+])
+def test_words_that_name_no_kind_status_or_time_are_left_alone(query: str) -> None:
+    assert not read(query), read(query).line
+
+
+def test_the_notes_that_satisfy_it_are_the_ones_the_words_name() -> None:
+    assert matching("progetti Laravel ancora attivi") == ["projects/alfa/index.md"]
+    assert matching("progetti dismessi") == ["projects/beta/index.md"]
+    assert matching("decisioni del 2025") == ["decisions/0002-hosting.md", "decisions/0003-backup.md"]
+    assert matching("nel diario di marzo 2025") == ["diary/2025-03-04.md"]
+    assert matching("nel diario dell'anno scorso") == ["diary/2024-11-28.md"]
+    # A year is met by a frontmatter year, a date field or a date in the file name.
+    assert "projects/alfa/meeting-2024-05-02.md" in matching("progetti del 2024")
+
+
+def test_a_thing_in_a_folder_of_its_own_is_its_main_note() -> None:
+    facts = understanding.IndexFacts.gather(FILES)
+    kinds = frozenset({"projects"})
+    assert facts.main_note(2, kinds) == 1  # a meeting page stands for project alfa's index.md
+    assert facts.main_note(1, kinds) == 1
+    assert facts.main_note(5, kinds) is None  # not under the kind's folder
+
+
+def test_a_field_of_unique_values_is_no_category() -> None:
+    files = [(n, f"people/p{n}.md", {"email": f"p{n}@example.org", "team": "ops" if n % 2 else "dev"})
+             for n in range(1, 9)]
+    facts = understanding.IndexFacts.gather(files)
+    assert "team" in facts.categories and "email" not in facts.categories
+
+
+# ------------------------------------------------------------------ through the doors, real index
+
+
+def test_search_ranks_what_was_understood_first_and_says_so(indexed_example: Path) -> None:
+    brain = Brain(indexed_example)
+    found = brain.search("progetti attivi del 2024", limit=5)
+    assert found.understood_line == "kind projects · year 2024 · status active"
+    top = {hit.path for hit in found.results[:2]}
+    assert top == {"database/projects/gengle/index.md", "database/projects/nexum/index.md"}
+    assert [hit.satisfies for hit in found.results[:2]] == [3, 3]
+    literal = brain.search("progetti attivi del 2024", limit=5, literal=True)
+    assert literal.understood_line == "" and all(hit.satisfies is None for hit in literal.results)
+    assert "understood" not in literal.to_dict() and "satisfies" not in literal.to_dict()["results"][0]
+
+
+def test_a_kind_asks_for_things_each_shown_once_by_its_main_note(indexed_example: Path) -> None:
+    paths = [hit.path for hit in Brain(indexed_example).search("progetti archiviati", limit=10).results]
+    assert "database/projects/ricettario/index.md" in paths[:2]
+    assert "database/projects/ricettario/torta-al-cioccolato.md" not in paths
+    literal = [h.path for h in Brain(indexed_example).search("progetti archiviati", limit=30, literal=True).results]
+    assert "database/projects/ricettario/torta-al-cioccolato.md" in literal
+
+
+def test_a_wrong_understanding_is_cheap(indexed_example: Path) -> None:
+    """"progetti" read as the kind projects still leaves the note the rest of the query names in the results."""
+    found = Brain(indexed_example).search("progetti shell snippets", limit=10)
+    assert found.understood_line.startswith("kind projects") or not found.understood_line
+    assert "notes/shell-snippets.md" in [hit.path for hit in found.results]
+
+
+def test_the_cli_prints_the_understood_line_and_literal_turns_it_off(indexed_example: Path) -> None:
+    shown = run_cli("--root", str(indexed_example), "search", "progetti attivi del 2024", "-k", "3")
+    assert shown.returncode == 0, shown.stderr
+    assert "understood: kind projects · year 2024 · status active" in shown.stdout
+    literal = run_cli("--root", str(indexed_example), "search", "progetti attivi del 2024", "-k", "3", "--literal")
+    assert literal.returncode == 0 and "understood:" not in literal.stdout
+    as_json = json.loads(run_cli("--root", str(indexed_example), "search", "progetti attivi del 2024", "--json").stdout)
+    assert [c["label"] for c in as_json["understood"]] == ["kind projects", "year 2024", "status active"]
+    explained = run_cli("--root", str(indexed_example), "search", "progetti attivi del 2024", "--json", "--explain")
+    assert json.loads(explained.stdout)["understood"] == as_json["understood"]
+
+
+def test_mcp_and_http_carry_it_and_turn_it_off(indexed_example: Path, tmp_path: Path) -> None:
+    query = "progetti attivi del 2024"
+
+    async def check() -> None:
+        async with mcp_session("--root", str(indexed_example), log=tmp_path / "mcp.log") as session:
+            on = json.loads((await session.call_tool("memory_search", {"query": query})).content[0].text)
+            off = json.loads((await session.call_tool("memory_search", {"query": query, "literal": True}))
+                             .content[0].text)
+            assert on["understood"][0]["label"] == "kind projects" and "understood" not in off
+
+    anyio.run(check)
+    with http_server("--root", str(indexed_example), "serve") as server:
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            on = http.post("/search", json={"query": query}).json()
+            off = http.post("/search", json={"query": query, "literal": True}).json()
+    assert on["understood"][0]["label"] == "kind projects" and "understood" not in off
