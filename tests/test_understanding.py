@@ -87,6 +87,13 @@ def test_words_that_name_no_kind_status_or_time_are_left_alone(query: str) -> No
     assert not read(query), read(query).line
 
 
+def test_a_query_without_a_kind_status_or_time_word_reads_no_facts() -> None:
+    assert not understanding.may_name_something("ripristinare una tabella dal backup")
+    assert not understanding.may_name_something("nginx SSL certificate renewal")
+    for query in ("progetti Laravel", "archived", "del 2024", "la settimana scorsa", "still running"):
+        assert understanding.may_name_something(query), query
+
+
 def test_the_notes_that_satisfy_it_are_the_ones_the_words_name() -> None:
     assert matching("progetti Laravel ancora attivi") == ["projects/alfa/index.md"]
     assert matching("progetti dismessi") == ["projects/beta/index.md"]

@@ -806,6 +806,8 @@ class Searcher:
 
     def understand(self, query: str, profile: IndexProfile | None = None) -> understanding.Understood:
         """The kinds, values, statuses and times `query` names, among those this index holds."""
+        if not understanding.may_name_something(query):
+            return understanding.Understood()
         profile = profile or IndexProfile.of(self.store)
         return understanding.understand(query, self.index_facts(), profile.stems, STOP_WORDS)
 

@@ -253,11 +253,25 @@ def _same_word(a: set[str], b: set[str]) -> bool:
     return any(min(len(x), len(y)) >= MIN_PREFIX and (x.startswith(y) or y.startswith(x)) for x in a for y in b)
 
 
+_KIND_WORDS = frozenset().union(*KIND_GROUPS)
+_STATUS_WORDS = frozenset(w for g in STATUS_GROUPS for phrase in g for w in phrase.split())
+
+
+def may_name_something(query: str) -> bool:
+    """Whether `query` has a kind noun, a status word or a time at all: nothing else starts understanding,
+    so a query without one costs no read of the index's facts (7,000 files take about 0.3 s)."""
+    words = [fold(w) for w in _WORD.findall(query)]
+    return any(w in _KIND_WORDS or w in _STATUS_WORDS or _YEAR.match(w) for w in words) or any(
+        pair in RELATIVE for pair in zip(words, words[1:]))
+
+
 def understand(
     query: str, facts: IndexFacts, stems: Sequence[Callable[[str], str]], stop_words: frozenset[str],
     today: dt.date | None = None,
 ) -> Understood:
     """The kinds, values, statuses and times `query` names, as this index holds them."""
+    if not may_name_something(query):
+        return Understood()
     words = [fold(w) for w in _WORD.findall(query)]
     used = [False] * len(words)
     out = Understood()
