@@ -23,7 +23,7 @@ from .errors import BrainError
 from . import sources, spelling, understanding
 from .excerpt import fold, relevant_excerpt
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
-from .stemming import FUNCTION_WORDS
+from .stemming import FUNCTION_WORDS, stated_language
 from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Index, open_store
@@ -331,6 +331,11 @@ def _porter_form(word: str, porter: bool) -> str:
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
 SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
 COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share of query words found
+# A keyword outlier in a note of another language than the query's (Candidates.foreign) counts as
+# OUTLIER_Z deviations at most unless the vector half places it OUTLIER_VECTOR_Z above the pool's mean
+# too (docs/decisions/41-foreign-keyword-outliers.md: 3 and 1 measured best of 3-6 and 0.5-1).
+OUTLIER_Z = 3.0
+OUTLIER_VECTOR_Z = 1.0
 # The other way round: when the keyword half's best chunk holds the query's words in its
 # note's title or frontmatter (aliases, tags, description, status, stack, ...), the query
 # names that note, and the vector half, which reads the query as a topic, can only pull
@@ -377,6 +382,9 @@ class Candidates:
     # Candidates whose vector is not made yet (keywords first, vectors after): neither close nor far in meaning.
     pending: set[int] = field(default_factory=set)
     titled: bool = False  # some candidate's note title holds every content word of the query
+    # Keyword outliers (z above OUTLIER_Z) in notes of another language than the query's: their
+    # matches are the few words the languages share (code, commands, loanwords), not its meaning.
+    foreign: set[int] = field(default_factory=set)
 
 
 class Fused(NamedTuple):
@@ -506,6 +514,13 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
         neutral = vec_fn(sum(cosine.values()) / len(cosine)) if cosine else 0.0
         norm_vec = lambda cid: vec_fn(cosine[cid]) if cid in cosine else (neutral if cid in pending else least)  # noqa: E731
         norm_kw = lambda cid: kw_fn(keyword[cid])  # noqa: E731
+        if method == "zscore" and candidates.foreign:
+            # A keyword outlier in a note of another language that the vector half does not
+            # also place above the pool counts as OUTLIER_Z at most: "how do I restore a
+            # deleted note" must not be decided by the English of one Italian note's code block.
+            plain_kw = norm_kw
+            norm_kw = lambda cid: min(plain_kw(cid), OUTLIER_Z) if (  # noqa: E731
+                cid in candidates.foreign and norm_vec(cid) < OUTLIER_VECTOR_Z) else plain_kw(cid)
     out: dict[int, Fused] = {}
     for cid in ids:
         vec = norm_vec(cid) if candidates.use_vector else None
@@ -988,6 +1003,7 @@ class Searcher:
             self._raise_whole_titles(query, found, profile)
             if use_vector:
                 found.field_share = self._field_share(query, found, corrections, profile)
+                found.foreign = self._foreign_outliers(query, found)
         return found
 
     def _field_share(
@@ -1015,6 +1031,25 @@ class Searcher:
         stored = self.store.keyword_fields([best]).get(best, {})
         present = {t for name in FIELD_MATCH_FIELDS for t in _TOKEN.findall((stored.get(name) or "").lower())}
         return sum(1 for w in words if forms[w] & present) / len(words)
+
+    def _foreign_outliers(self, query: str, found: Candidates) -> set[int]:
+        """The candidates whose BM25 stands above OUTLIER_Z deviations of the pool and whose note is in another
+        language than the one the query states (none when it states none)."""
+        language = stated_language(query)
+        if language is None or not found.ids:
+            return set()
+        values = [found.keyword.get(cid, 0.0) for cid in found.ids]
+        mean = sum(values) / len(values)
+        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        if std <= 0:
+            return set()
+        outliers = [cid for cid, v in zip(found.ids, values) if (v - mean) / std > OUTLIER_Z]
+        if not outliers:
+            return set()
+        rows = self.store.chunks_by_id(outliers)
+        files = self.store.files_by_id({row.file_id for row in rows.values()})
+        return {cid for cid, row in rows.items()
+                if files[row.file_id].language and files[row.file_id].language != language}
 
     def _raise_whole_titles(self, query: str, found: Candidates, profile: IndexProfile) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""

@@ -57,6 +57,19 @@ def detect_language(text: str) -> str:
     with none of them (a list of names, code) is read as English, the language
     whose stemmer changes unknown words least.
     """
+    italian, english = _function_word_counts(text)
+    return "italian" if italian > english else "english"
+
+
+def stated_language(text: str) -> str | None:
+    """The language of DETECTED a short text (a query) says it is in by its function words; None when it does
+    not say ("Firebase video esercizi", or as many words of each)."""
+    italian, english = _function_word_counts(text)
+    return "italian" if italian > english else "english" if english > italian else None
+
+
+def _function_word_counts(text: str) -> tuple[int, int]:
+    """(Italian, English) function words in `text`'s opening, each counted only when the other language lacks it."""
     it_words = FUNCTION_WORDS["italian"] | _DETECTION_EXTRA["italian"]
     en_words = FUNCTION_WORDS["english"] | _DETECTION_EXTRA["english"]
     italian = english = 0
@@ -65,7 +78,7 @@ def detect_language(text: str) -> str:
             italian += word not in en_words
         elif word in en_words and word not in it_words:
             english += 1
-    return "italian" if italian > english else "english"
+    return italian, english
 
 
 def query_languages(index_stemmer: str, present: Sequence[str] | None = None) -> tuple[str, ...]:

@@ -1,0 +1,99 @@
+"""A question in one language about notes in the other: a few shared words must not outvote the meaning.
+
+Real Italian notes, the bundled model: an English question whose words sit in an Italian note's
+English code block must not put that note first; the same cap leaves a same-language identifier alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brain import Brain
+from brain.search import OUTLIER_Z, Candidates, fuse
+from brain.stemming import stated_language
+from conftest import write
+
+CLI_NOTE = """# Riga di comando
+
+Obsidian si può comandare dal terminale con lo strumento a riga di comando. Ogni comando
+apre il vault indicato ed esegue l'azione richiesta, utile negli script di automazione.
+
+```sh
+obsidian note restore --deleted "How do I restore a deleted note"
+obsidian note list --deleted   # restore deleted notes, list deleted notes
+obsidian note restore --all-deleted --note "deleted note restore"
+```
+
+Le opzioni si combinano; `--help` le elenca tutte.
+"""
+
+RECOVERY_NOTE = """# Recupero file
+
+Il plugin Recupero file conserva una copia delle note mentre le modifichi. Se hai cancellato
+per errore una nota, o vuoi tornare a una sua versione precedente, apri le impostazioni,
+scegli Recupero file e cerca la nota eliminata: puoi ripristinarla con un clic.
+Anche il cestino del sistema operativo tiene le note eliminate per qualche giorno.
+"""
+
+
+@pytest.fixture(scope="module")
+def italian_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("italiano") / "note"
+    files = {
+        "Estendere/Riga di comando.md": CLI_NOTE,
+        "Plugin/Recupero file.md": RECOVERY_NOTE,
+        "Plugin/Calendario.md": "# Calendario\n\nIl plugin Calendario mostra le note giornaliere in un mese.\n",
+        "Plugin/Modelli.md": "# Modelli\n\nI modelli inseriscono un testo già pronto nella nota aperta.\n",
+        "Sync/Cronologia.md": "# Cronologia versioni\n\nSync tiene la cronologia delle versioni di ogni nota "
+                              "per dodici mesi: puoi vedere e riportare indietro una versione.\n",
+        "Impostazioni/Aspetto.md": "# Aspetto\n\nTemi, caratteri e colori dell'interfaccia si cambiano qui.\n",
+        "Impostazioni/Scorciatoie.md": "# Scorciatoie\n\nOgni comando può avere una combinazione di tasti.\n",
+        "Pagamenti/Rimborsi.md": "# Politica di rimborso\n\nEntro 14 giorni dall'acquisto ti restituiamo i soldi "
+                                 "della licenza: scrivi al supporto con il numero d'ordine.\n",
+    }
+    write(root, files)
+    Brain(root).index()
+    return root
+
+
+def test_english_words_in_a_code_block_do_not_decide_an_english_question(italian_notes: Path) -> None:
+    brain = Brain(italian_notes)
+    found = brain.search("how do I restore a deleted note", limit=8, explain=True)
+    paths = [hit.path for hit in found.results]
+    assert paths[0] != "Estendere/Riga di comando.md", paths
+    assert paths.index("Plugin/Recupero file.md") < paths.index("Estendere/Riga di comando.md"), paths
+    # Words alone still find the code block first: the keyword half is unchanged.
+    assert brain.search("how do I restore a deleted note", mode="bm25", limit=1).results[0].path == (
+        "Estendere/Riga di comando.md")
+
+
+def test_a_same_language_identifier_keeps_its_place(italian_notes: Path) -> None:
+    """An Italian note's own command, asked for in Italian, is no foreign outlier."""
+    found = Brain(italian_notes).search("comando obsidian note restore --all-deleted", limit=3)
+    assert found.results[0].path == "Estendere/Riga di comando.md"
+
+
+def test_a_foreign_outlier_counts_as_outlier_z_at_most_unless_the_meaning_agrees() -> None:
+    ids = list(range(1, 41))
+    keyword = {cid: 1.0 for cid in ids} | {1: 60.0, 2: 60.0}
+    cosine = {cid: 0.80 + 0.001 * cid for cid in ids} | {1: 0.80, 2: 0.86}  # 2 is the closest in meaning too
+    base = Candidates(use_keyword=True, use_vector=True, ids=ids, keyword=keyword, cosine=cosine)
+    plain = fuse(base, mode="hybrid", method="zscore", vector_weight=0.7)
+    capped = fuse(Candidates(use_keyword=True, use_vector=True, ids=ids, keyword=keyword, cosine=cosine,
+                             foreign={1, 2}), mode="hybrid", method="zscore", vector_weight=0.7)
+    assert plain[1].keyword is not None and plain[1].keyword > OUTLIER_Z
+    assert capped[1].keyword == OUTLIER_Z  # far in meaning: capped
+    assert capped[2].keyword == plain[2].keyword  # the vector half agrees: kept
+    assert all(capped[cid] == plain[cid] for cid in ids[2:])
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("how do I restore a deleted note", "english"),
+    ("come si ripristina una nota cancellata", "italian"),
+    ("Firebase video esercizi", None),
+    ("FT-2026-0412", None),
+])
+def test_a_query_states_its_language_only_by_its_function_words(text: str, language: str | None) -> None:
+    assert stated_language(text) == language
