@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,53 @@ def test_bad_pdfs_fail_with_reason(data: bytes | str | None, reason: str) -> Non
         data = buffer.getvalue()
     with pytest.raises(ExtractionError, match=reason):
         extract_bytes("x.pdf", data)
+
+
+def _spin(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_pdf_extraction_is_bounded_by_processor_time_not_by_a_busy_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Books failed on a loaded machine when the bound was wall-clock time; other work must not use it up."""
+    import multiprocessing
+
+    from brain import sources
+
+    data = _pdf([f"page {n} " + "parole " * 400 for n in range(60)])
+    started = time.thread_time()
+    extract_bytes("book.pdf", data)
+    alone = time.thread_time() - started
+    monkeypatch.setattr(sources, "PDF_MIN_CPU_SECONDS", 2 * alone + 0.1)
+    monkeypatch.setattr(sources, "PDF_CPU_SECONDS_PER_PAGE", 0.0)
+    # Twice as many busy processes as cores: the extraction gets a third of a core or less, so its
+    # wall time is well over the bound, while its own processor time is half of it.
+    hogs = [multiprocessing.Process(target=_spin, args=(20,), daemon=True) for _ in range(2 * (os.cpu_count() or 2))]
+    for hog in hogs:
+        hog.start()
+    try:
+        extracted = extract_bytes("book.pdf", data)
+    finally:
+        for hog in hogs:
+            hog.terminate()
+    assert extracted.metadata["pages"] == 60
+
+
+def test_a_pdf_out_of_processor_time_fails_this_run_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from brain import Brain, sources
+
+    monkeypatch.setattr(sources, "PDF_MIN_CPU_SECONDS", 0.0)
+    monkeypatch.setattr(sources, "PDF_CPU_SECONDS_PER_PAGE", 0.0)
+    with pytest.raises(ExtractionError, match="processor time") as caught:
+        extract_bytes("book.pdf", _pdf(["one page of text"]))
+    assert caught.value.lasting is False
+    root = tmp_path / "notes"
+    write(root, {"book.pdf": _pdf(["the hydra chapter"] * 3), "note.md": "# Note\nplain text\n"})
+    report = Brain(root).index()
+    assert [f["path"] for f in report.failed] == ["book.pdf"]
+    status = Brain(root).status()
+    assert not status.clean and [f["path"] for f in status.failed] == ["book.pdf"] and not status.unreadable
+    monkeypatch.undo()
+    assert not Brain(root).index().failed  # the next index tries again, and the book goes in
+    assert Brain(root).status().clean

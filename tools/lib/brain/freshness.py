@@ -37,6 +37,8 @@ class StatusReport:
     missing: list[str] = field(default_factory=list)
     orphaned: list[str] = field(default_factory=list)
     unreadable: list[dict[str, str]] = field(default_factory=list)
+    # Files that could be indexed but failed this time (a PDF out of processor time): retried by `brain index`.
+    failed: list[dict[str, str]] = field(default_factory=list)
     # Folders the walk could not list: what the index holds under them cannot be checked.
     unlisted: list[dict[str, str]] = field(default_factory=list)
     head_commit: str | None = None
@@ -71,7 +73,7 @@ class StatusReport:
         """
         return self.database_exists and not (
             self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch or self.unlisted
-            or self.pending_vectors
+            or self.pending_vectors or self.failed
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,11 +131,11 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:
-            reason = _unreadable_reason(settings, source, max_bytes)
+            reason, lasting = _unreadable_reason(settings, source, max_bytes)
             if reason is None:
                 report.missing.append(rel)
             else:
-                report.unreadable.append({"path": rel, "reason": reason})
+                (report.unreadable if lasting else report.failed).append({"path": rel, "reason": reason})
         elif verify:
             try:
                 digest = sources.content_hash(sources.read_note(settings, source.path, max_bytes))
@@ -149,15 +151,16 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     return report
 
 
-def _unreadable_reason(settings: Settings, source: sources.SourceFile, max_bytes: int) -> str | None:
-    """Why a file that is not in the index cannot be (too big, binary, broken PDF), or None if it could be."""
+def _unreadable_reason(settings: Settings, source: sources.SourceFile, max_bytes: int) -> tuple[str | None, bool]:
+    """Why a file that is not in the index cannot be (too big, binary, broken PDF), or None if it could be; and
+    whether that lasts (False: it failed this time, as a PDF out of processor time, and is to be retried)."""
     try:
         sources.extract_bytes(source.path.name, sources.read_note(settings, source.path, max_bytes))
     except sources.ExtractionError as exc:
-        return str(exc)
+        return str(exc), exc.lasting
     except OSError as exc:
-        return f"cannot read file: {exc.strerror or exc}"
-    return None
+        return f"cannot read file: {exc.strerror or exc}", True
+    return None, True
 
 
 def _git_facts(settings: Settings, report: StatusReport) -> None:

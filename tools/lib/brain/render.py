@@ -296,7 +296,8 @@ def status_text(report: Any) -> str:
         verdict = f"clean: the index matches the files ({how})"
     else:
         problems = [
-            f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned") if getattr(report, name)
+            f"{len(getattr(report, name))} {name}" for name in ("stale", "missing", "orphaned", "failed")
+            if getattr(report, name)
         ]
         if report.unlisted:
             problems.append(f"{len(report.unlisted)} unreadable folder{'' if len(report.unlisted) == 1 else 's'}")
@@ -331,6 +332,9 @@ def status_text(report: Any) -> str:
     for item in report.unapproved:
         lines.append(f"not used    {item['key']} = {shown(repr(item['value']))} from the settings file "
                      "(not approved on this machine; `brain trust` approves it)")
+    if report.failed:
+        lines.append(f"failed      {len(report.failed)}  (not indexed this time; `brain index` tries again)")
+        lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.failed[:20]]
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.unreadable[:20]]

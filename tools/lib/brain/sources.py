@@ -75,7 +75,15 @@ class ExtractedText:
 
 
 class ExtractionError(Exception):
-    """A file that cannot be read as text; the message is the reason shown in the scan report."""
+    """A file that cannot be read as text; the message is the reason shown in the scan report.
+
+    `lasting` is False for a failure the same bytes may not meet again (a PDF that ran out
+    of processor time): such a file is not one that cannot be indexed, it is one to retry.
+    """
+
+    def __init__(self, message: str, *, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 class NoteRefused(ExtractionError):
@@ -886,7 +894,11 @@ def note_card(metadata: dict[str, Any]) -> str:
 PDF_MAX_PAGES = 5000
 # page content once decompressed, summed over pages (a shared stream counts each time)
 PDF_MAX_CONTENT_BYTES = 32_000_000
-PDF_MAX_SECONDS = 30.0  # text extraction of one file
+# Text extraction is bounded by the processor time of the thread doing it, never by the clock:
+# on a machine at load 6 a 264-page book that needs 14-20 s of CPU took over 60 s of wall time
+# and failed. The bound grows with the pages (about 0.06 s each for a text book here).
+PDF_MIN_CPU_SECONDS = 60.0
+PDF_CPU_SECONDS_PER_PAGE = 0.5
 
 
 def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
@@ -944,17 +956,21 @@ def _extract_pdf(data: bytes) -> ExtractedText:
                     f"PDF page content is over the {PDF_MAX_CONTENT_BYTES / 1e6:g} MB limit once decompressed "
                     "(pages repeating one huge stream?); split it or save it again as a plain PDF"
                 )
-        deadline = time.monotonic() + PDF_MAX_SECONDS
+        allowed = max(PDF_MIN_CPU_SECONDS, PDF_CPU_SECONDS_PER_PAGE * count)
+        deadline = time.thread_time() + allowed
 
         def in_time(*_: Any) -> None:
             # Called by pypdf before each drawing operator: stops one page that takes too long.
-            if time.monotonic() > deadline:
+            # thread_time: this thread's CPU seconds, which other work on the machine does not add to.
+            if time.thread_time() > deadline:
                 raise _PdfTooSlow
 
         pages = [(page.extract_text(visitor_operand_before=in_time) or "") for page in reader.pages]
     except _PdfTooSlow:
         raise ExtractionError(
-            f"PDF text took over the {PDF_MAX_SECONDS:g} s limit to extract; split it or save it again as a plain PDF"
+            f"PDF text needed over {allowed:g} s of processor time to extract ({count:,} pages), far more than "
+            "text pages take; the next `brain index` tries again; if it fails each time, its pages draw unusually "
+            "heavy content: save it again as a plain PDF", lasting=False,
         ) from None
     except ExtractionError:
         raise
