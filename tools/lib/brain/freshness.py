@@ -11,6 +11,7 @@ alive, rather than trusting it.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -95,6 +96,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     on_disk = {f.rel: f for f in discovery.files}
     report.files_on_disk = len(on_disk)
     rows: dict[str, Any] = {}
+    failures: dict[str, dict[str, Any]] = {}
     if report.database_exists:
         store = open_store(settings, create=False, readonly=True)
         try:
@@ -113,6 +115,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in KEYWORD_KEYS])
             report.keyword_mismatch = identity_mismatch(store, wanted, KEYWORD_KEYS)
             report.pending_vectors = store.pending_count()
+            failures = _failures(store.get_meta("failed_files"))
         finally:
             store.close()
     report.files_indexed = len(rows)
@@ -131,7 +134,8 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     for rel, source in on_disk.items():
         row = rows.get(rel)
         if row is None:
-            reason, lasting = _unreadable_reason(settings, source, max_bytes)
+            reason, lasting = _recorded_failure(failures, rel, source) or (
+                (None, True) if rel.lower().endswith(".pdf") else _unreadable_reason(settings, source, max_bytes))
             if reason is None:
                 report.missing.append(rel)
             else:
@@ -149,6 +153,28 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
     report.hooks = gitsync.hook_states(settings)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _failures(recorded: str | None) -> dict[str, dict[str, Any]]:
+    """The last scan's failed files (path → size, mtime_ns, reason, lasting); {} when none was recorded."""
+    try:
+        failures = json.loads(recorded or "{}")
+    except ValueError:
+        return {}
+    return failures if isinstance(failures, dict) else {}
+
+
+def _recorded_failure(failures: dict[str, dict[str, Any]], rel: str, source: sources.SourceFile
+                      ) -> tuple[str, bool] | None:
+    """Why the last scan could not index this file, if the file is as it was then; else None.
+
+    Status reads this instead of extracting the file again; a PDF the last scan did
+    not fail on is simply not indexed yet (missing), which `brain index` settles.
+    """
+    found = failures.get(rel)
+    if not isinstance(found, dict) or (found.get("size"), found.get("mtime_ns")) != (source.size, source.mtime_ns):
+        return None
+    return str(found.get("reason", "")), bool(found.get("lasting", True))
 
 
 def _unreadable_reason(settings: Settings, source: sources.SourceFile, max_bytes: int) -> tuple[str | None, bool]:

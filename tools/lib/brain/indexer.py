@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -52,7 +53,7 @@ class ScanReport:
     unchanged: int = 0
     moved: list[dict[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    failed: list[dict[str, str]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)  # path, reason; "retry": true when it may pass next time
     warnings: list[dict[str, str]] = field(default_factory=list)
     chunks_written: int = 0
     chunks_embedded: int = 0
@@ -346,7 +347,12 @@ class Indexer:
         for rel, reason in discovery.refused:  # said on every scan, so a link pulled from upstream is noticed
             report.warnings.append({"path": rel, "reason": f"not indexed: {reason}"})
         store.prune_extracted_text()
-        store.set_meta({"last_scan": timestamp()})
+        # Why each file on disk failed, for `brain status` to say without reading it again
+        # (re-extracting two failed books took 58 s on every status).
+        sizes = {f.rel: (f.size, f.mtime_ns) for f in discovery.files}
+        failures = {f["path"]: {"size": sizes[f["path"]][0], "mtime_ns": sizes[f["path"]][1], "reason": f["reason"],
+                                "lasting": not f.get("retry")} for f in report.failed if f["path"] in sizes}
+        store.set_meta({"last_scan": timestamp(), "failed_files": json.dumps(failures, ensure_ascii=False)})
         self._count_cache_use(store, report)
         return report
 
@@ -458,7 +464,7 @@ class Indexer:
         try:
             extracted = sources.extract_bytes(source.path.name, data)
         except sources.ExtractionError as exc:
-            report.failed.append({"path": source.rel, "reason": str(exc)})
+            report.failed.append({"path": source.rel, "reason": str(exc)} | ({} if exc.lasting else {"retry": True}))
             return None
         for warning in extracted.warnings:
             report.warnings.append({"path": source.rel, "reason": warning})
