@@ -199,3 +199,36 @@ def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_
     report = evaluation.evaluate(collection, modes="bm25", per_query=True)
     # The relevant note is outside database/, so the limited search cannot find it.
     assert report.results[0].per_query["p1"]["mrr@10"] == 0.0
+
+
+def test_a_file_that_fails_to_index_counts_as_not_found(tmp_path: Path) -> None:
+    """brain index goes on past a broken file; so does eval, saying so, and the file is simply not found."""
+    notes = tmp_path / "notes"
+    write(notes, {"bread.md": "# Bread\nsourdough starter and flour\n", "broken.pdf": b"%PDF-1.4 not a pdf",
+                  "tomato.md": "# Tomatoes\ngrowing tomatoes on a balcony\n"})
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": "sourdough", "relevant": ["bread.md"]}) + "\n"
+                       + json.dumps({"id": "q2", "query": "manual", "relevant": ["broken.pdf"]}) + "\n",
+                       encoding="utf-8")
+    collection = evaluation.load_collection(None, notes=str(notes), queries=str(queries), workdir=str(tmp_path / "w"))
+    report = evaluation.evaluate(collection, modes="bm25")
+    assert [f["path"] for f in report.index["failed"]] == ["broken.pdf"]
+    assert report.results[0].metrics["mrr@10"] == 0.5  # q1 found, q2's file is not in the index
+    assert "1 file failed to index and count as not found (first: broken.pdf" in render.eval_table(report)
+
+
+def test_eval_without_the_metrics_library_fails_before_indexing(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ranx" else real(name, *a))
+    notes = tmp_path / "notes"
+    write(notes, {"a.md": "# A\ntext\n"})
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": "text", "relevant": ["a.md"]}) + "\n", encoding="utf-8")
+    work = tmp_path / "w"
+    collection = evaluation.load_collection(None, notes=str(notes), queries=str(queries), workdir=str(work))
+    with pytest.raises(BrainError, match="needs ranx"):
+        evaluation.evaluate(collection, modes="bm25")
+    assert not list(work.rglob("*.sqlite"))  # nothing was indexed first

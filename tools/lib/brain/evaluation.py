@@ -399,6 +399,16 @@ def parse_modes(text: str | None, default_fusion: str) -> list[tuple[str, str, s
     return out
 
 
+def require_ranx() -> None:
+    """Fail at once, before anything is indexed, when the metrics library is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("ranx") is None:
+        raise BrainError(
+            "brain eval needs ranx, which the default install leaves out; run `pip install 'brain-search[eval]'`"
+        )
+
+
 def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bool) -> dict[str, Any]:
     """Index the collection into its own database (reused when nothing changed)."""
     db_path = collection.settings.database_path
@@ -415,10 +425,9 @@ def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bo
             finally:
                 store.close()
     report = Indexer(collection.settings, embedder, show_progress=show_progress).scan()
-    if report.failed:
-        first = report.failed[0]
-        raise BrainError(f"{len(report.failed)} files failed to index (first: {first['path']}: {first['reason']})")
+    # A file that failed to index is evaluated as what it is to a user: not found (brain index goes on too).
     return {
+        "failed": [{"path": f["path"], "reason": f["reason"]} for f in report.failed],
         "database": index_name(collection.settings),
         "reused": existed and not report.added and not report.updated and not report.rebuilt,
         "seconds": round(report.seconds, 2),
@@ -428,8 +437,8 @@ def _prepare_index(collection: Collection, embedder: Embedder, show_progress: bo
     }
 
 
-def _check_relevant_paths(collection: Collection, searcher: Searcher) -> None:
-    known = set(searcher.store.all_files())
+def _check_relevant_paths(collection: Collection, searcher: Searcher, failed: set[str]) -> None:
+    known = set(searcher.store.all_files()) | failed
     for qid, judged in collection.qrels.items():
         for path in judged:
             if path not in known:
@@ -449,6 +458,7 @@ def evaluate(
 ) -> EvalReport:
     """Index the collection (or reuse its index), run every query in every mode, score with ranx."""
     started = time.monotonic()
+    require_ranx()
     settings = collection.settings
     plan = parse_modes(modes, settings["search.fusion"])
     embedder = Embedder(settings)
@@ -457,7 +467,7 @@ def evaluate(
     searcher = Searcher(settings, embedder)
     try:
         if collection.split is None:
-            _check_relevant_paths(collection, searcher)
+            _check_relevant_paths(collection, searcher, {f["path"] for f in index["failed"]})
             collection.documents = len(searcher.store.all_files())
         limit = max(RESULTS_PER_QUERY, 1)
         # One query first, untimed: it loads the vectors and the query encoder.
@@ -488,6 +498,8 @@ def evaluate(
                 sys.stderr.write(f"eval: {label} done ({len(run)} queries)\n")
     finally:
         searcher.close()
+    if show_progress:
+        sys.stderr.write("eval: scoring (the metrics library compiles itself on its first run: a few minutes)\n")
     results = []
     for label, _, _ in plan:
         scores, each = score_run(collection.qrels, runs[label])
@@ -547,13 +559,9 @@ def score_run(
         return {m: 0.0 for m in metrics}, {qid: {m: 0.0 for m in metrics} for qid in qrels}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's type-safety notes are not ours to fix
-        try:
-            from ranx import Qrels, Run
-            from ranx import evaluate as ranx_evaluate
-        except ImportError:
-            raise BrainError(
-                "brain eval needs ranx, which the default install leaves out; run `pip install 'brain-search[eval]'`"
-            ) from None
+        require_ranx()
+        from ranx import Qrels, Run
+        from ranx import evaluate as ranx_evaluate
 
         # Queries that found nothing are left out of the run; make_comparable scores them 0.
         ranked = Run({qid: _strict_ranks(docs) for qid, docs in run.items() if qid in qrels and docs})

@@ -414,6 +414,11 @@ def eval_table(report: Any, markdown: bool = False) -> str:
         f"index {'reused' if index['reused'] else 'built'} in {index['seconds']:.1f}s "
         f"({index['chunks_embedded']} chunks embedded, {index['cache_hits']} from cache); total {report.seconds:.1f}s"
     )
+    failed = index.get("failed") or []
+    if failed:  # evaluated over what indexed: a failed file counts as not found
+        first = failed[0]
+        tail += (f"\n{len(failed)} file{'' if len(failed) == 1 else 's'} failed to index and count as not found "
+                 f"(first: {shown(first['path'])}: {first['reason']})")
     titles = ["mode", *METRICS.values(), "median ms"]
     rows = [[r.mode, *(f"{r.metrics[m]:.4f}" for m in METRICS), f"{r.median_ms:.1f}"] for r in report.results]
     # Per kind of query (notes query files that name kinds): MRR@10, R@5 and R-precision per mode.
