@@ -282,3 +282,17 @@ def test_a_file_that_got_shorter_previews_its_best_matching_lines(tmp_path: Path
     (tmp_path / "a.md").write_text("---\ntitle: Diario\n---\n")  # only frontmatter left
     emptied = brain.search("giraffe", mode="bm25").results[0]
     assert emptied.stale and emptied.preview == "(no text now)"
+
+
+def test_a_filter_that_matches_no_note_says_so_and_what_is_there(indexed_example: Path) -> None:
+    """--path-prefix is a folder, not the start of a name; a filter that leaves nothing names itself."""
+    brain = Brain(indexed_example)
+    found = brain.search("progetti", path_prefix="databa")
+    assert not found.results
+    assert "no indexed note is under 'databa'" in found.unmatched_filter and "database/" in found.unmatched_filter
+    typo = brain.search("progetti", where=["status=archivd"])
+    assert "status=archivd" in typo.unmatched_filter and "archived" in typo.unmatched_filter
+    assert typo.to_dict()["unmatched_filter"] == typo.unmatched_filter
+    assert "unmatched_filter" not in brain.search("progetti", path_prefix="database").to_dict()
+    shown = run_cli("--root", str(indexed_example), "search", "progetti", "--where", "status=archivd")
+    assert "filter matched no note: no indexed note has status=archivd" in shown.stdout

@@ -102,6 +102,9 @@ def search(response: SearchResponse, fmt: str) -> str:
         out.append(
             f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}"
         )
+    if response.unmatched_filter:
+        note = f"filter matched no note: {response.unmatched_filter}"
+        out.append(f"_{note}_" if markdown else note)
     if response.understood_line:
         note = f"understood: {response.understood_line} (--literal: words only)"
         out.append(f"_{note}_" if markdown else note)

@@ -108,6 +108,8 @@ class SearchResponse:
     # What the query was understood to name (understanding.py): kinds, values, statuses, times.
     understood: list[dict[str, Any]] = field(default_factory=list)
     understood_line: str = ""
+    # The --path-prefix / --where filters left no indexed note at all: which part, and what is there instead.
+    unmatched_filter: str = ""
 
     @property
     def partial(self) -> bool:
@@ -144,6 +146,8 @@ class SearchResponse:
             data["empty"] = True
         if self.understood:  # only then, like also_searched
             data["understood"] = self.understood
+        if self.unmatched_filter:
+            data["unmatched_filter"] = self.unmatched_filter
         return data
 
 
@@ -160,6 +164,10 @@ class Filter:
         values = present if isinstance(present, list) else ([] if present is None else [present])
         hit = any(str(v).strip().lower() == self.value.lower() for v in values)
         return not hit if self.negate else hit
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def parse_filter(text: str) -> Filter:
@@ -803,7 +811,9 @@ class Searcher:
                                       embedded_chunks=counts.get("embedded_chunks", 0),
                                       pending_chunks=counts.get("pending_vectors", 0),
                                       indexed_files=counts.get("files", -1),
-                                      understood=understood.to_list(), understood_line=understood.line)
+                                      understood=understood.to_list(), understood_line=understood.line,
+                                      unmatched_filter="" if allowed is None or allowed else
+                                      self._unmatched_filter(path_prefix, filters))
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars)
             response.seconds = time.monotonic() - started
@@ -1113,6 +1123,23 @@ class Searcher:
                 value = sims[row]
                 out[cid] = float(value) if np.isfinite(value) else 0.0
         return out
+
+    def _unmatched_filter(self, path_prefix: str | None, filters: list[Filter]) -> str:
+        """Which filter left no indexed note, said with what the index holds instead."""
+        rows = list(self.store.all_files().values())
+        if path_prefix and not any(sources.under_filter(row.path, path_prefix) for row in rows):
+            folders = sorted({row.path.split("/")[0] + "/" for row in rows if "/" in row.path})
+            near = [f for f in folders if f.lower().startswith(path_prefix.lower())]
+            hint = f"; did you mean {', '.join(near[:3])}?" if near else (
+                f"; its folders: {', '.join(folders[:8])}" if folders else "")
+            return f"no indexed note is under {path_prefix!r} (a folder or a note, not the start of a name){hint}"
+        for one in filters:
+            if not any(one.matches(row.metadata) for row in rows):
+                sign = "!=" if one.negate else "="
+                seen = sorted({str(v) for row in rows for v in _listed(row.metadata.get(one.key))})
+                hint = f"; its values: {', '.join(seen[:8])}" if seen else f"; no note has the field {one.key!r}"
+                return f"no indexed note has {one.key}{sign}{one.value}{hint}"
+        return "no indexed note matches the path and every --where together"
 
     def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
         if not path_prefix and not filters:
