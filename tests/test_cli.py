@@ -254,3 +254,17 @@ def test_a_first_index_of_a_huge_folder_asks_first(tmp_path: Path) -> None:
     assert not (tmp_path / ".brain" / "brain.sqlite").exists()
     shown = run_cli("index", "--help")
     assert "--yes" in shown.stdout
+
+
+def test_long_times_and_long_queries_are_shown_for_a_person() -> None:
+    from brain import render
+
+    assert render.duration(22.84) == "22.8s"
+    assert render.duration(245.2) == "4 min 05 s"
+    assert render.duration(1753.9) == "29 min 14 s"
+    assert render.duration(3725) == "1 h 02 min"
+    from brain.search import SearchResponse
+
+    text = render.search(SearchResponse(query="parola " * 200, mode="hybrid", results=[]), "text")
+    head = text.splitlines()[0]
+    assert len(head) < 140 and "…" in head

@@ -28,7 +28,7 @@ def scan_json(report: ScanReport) -> str:
 def scan_text(report: ScanReport) -> str:
     counts = report.counts()
     head = ", ".join(f"{n} {name}" for name, n in counts.items())
-    lines = [f"{'rebuilt' if report.rebuilt else 'indexed'}: {head} in {report.seconds:.1f}s"
+    lines = [f"{'rebuilt' if report.rebuilt else 'indexed'}: {head} in {duration(report.seconds)}"
              f" ({report.chunks_embedded} chunks embedded, {report.cache_hits} from cache)"]
     for move in report.moved:
         lines.append(f"  moved   {shown(move['from'])} → {shown(move['to'])}")
@@ -37,6 +37,24 @@ def scan_text(report: ScanReport) -> str:
     for item in report.warnings:
         lines.append(f"  warning {shown(item['path'])}: {shown(item['reason'])}")
     return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """A time a person reads at a glance: 22.8s, 4 min 05 s, 1 h 02 min."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+QUERY_ECHO_CHARS = 100  # a longer query is echoed by its start: the person typed it, they know the rest
+
+
+def _echo(query: str) -> str:
+    query = " ".join(query.split())
+    return query if len(query) <= QUERY_ECHO_CHARS else query[: QUERY_ECHO_CHARS - 1].rstrip() + "…"
 
 
 def _score_line(hit: Any) -> str:
@@ -95,9 +113,9 @@ def search(response: SearchResponse, fmt: str) -> str:
         return json.dumps(response.to_dict(), ensure_ascii=False)
     markdown = fmt == "markdown"
     if markdown:
-        out = [f"## Search: {response.query}", f"{len(response.results)} results ({response.mode})", ""]
+        out = [f"## Search: {_echo(response.query)}", f"{len(response.results)} results ({response.mode})", ""]
     else:
-        out = [f"Search: {response.query}  ({response.mode}, {len(response.results)} results)"]
+        out = [f"Search: {_echo(response.query)}  ({response.mode}, {len(response.results)} results)"]
     if response.also_searched:
         out.append(
             f"{'_' if markdown else ''}also searched: {', '.join(response.also_searched)}{'_' if markdown else ''}"
@@ -414,8 +432,9 @@ def eval_table(report: Any, markdown: bool = False) -> str:
         f"chunks {cfg['chunk_chars']}/{cfg['overlap_chars']} chars"
     )
     tail = (
-        f"index {'reused' if index['reused'] else 'built'} in {index['seconds']:.1f}s "
-        f"({index['chunks_embedded']} chunks embedded, {index['cache_hits']} from cache); total {report.seconds:.1f}s"
+        f"index {'reused' if index['reused'] else 'built'} in {duration(index['seconds'])} "
+        f"({index['chunks_embedded']} chunks embedded, {index['cache_hits']} from cache); "
+        f"total {duration(report.seconds)}"
     )
     failed = index.get("failed") or []
     if failed:  # evaluated over what indexed: a failed file counts as not found
