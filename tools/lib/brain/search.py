@@ -340,10 +340,10 @@ RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
 SPREAD_RANK = 10  # a half's spread compares its best candidate with its 10th
 COVERAGE_POWER = 1.0  # how fast the keyword half's weight falls with the share of query words found
 # A keyword outlier in a note of another language than the query's (Candidates.foreign) counts as
-# OUTLIER_Z deviations at most unless the vector half places it OUTLIER_VECTOR_Z above the pool's mean
-# too (docs/decisions/41-foreign-keyword-outliers.md: 3 and 1 measured best of 3-6 and 0.5-1).
+# OUTLIER_Z deviations at most unless the vector half ranks it among its first OUTLIER_VECTOR_RANK
+# candidates too (docs/decisions/41-foreign-keyword-outliers.md: 3 and 20 measured best of 2-6 and 3-50).
 OUTLIER_Z = 3.0
-OUTLIER_VECTOR_Z = 1.0
+OUTLIER_VECTOR_RANK = 20
 # The other way round: when the keyword half's best chunk holds the query's words in its
 # note's title or frontmatter (aliases, tags, description, status, stack, ...), the query
 # names that note, and the vector half, which reads the query as a topic, can only pull
@@ -523,12 +523,13 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
         norm_vec = lambda cid: vec_fn(cosine[cid]) if cid in cosine else (neutral if cid in pending else least)  # noqa: E731
         norm_kw = lambda cid: kw_fn(keyword[cid])  # noqa: E731
         if method == "zscore" and candidates.foreign:
-            # A keyword outlier in a note of another language that the vector half does not
-            # also place above the pool counts as OUTLIER_Z at most: "how do I restore a
-            # deleted note" must not be decided by the English of one Italian note's code block.
+            # A keyword outlier in a note of another language that the vector half ranks past
+            # OUTLIER_VECTOR_RANK counts as OUTLIER_Z at most: "how do I restore a deleted note"
+            # must not be decided by the English of one Italian note's code block.
             plain_kw = norm_kw
             norm_kw = lambda cid: min(plain_kw(cid), OUTLIER_Z) if (  # noqa: E731
-                cid in candidates.foreign and norm_vec(cid) < OUTLIER_VECTOR_Z) else plain_kw(cid)
+                cid in candidates.foreign and vector_ranks.get(cid, len(ids) + 1) > OUTLIER_VECTOR_RANK
+            ) else plain_kw(cid)
     out: dict[int, Fused] = {}
     for cid in ids:
         vec = norm_vec(cid) if candidates.use_vector else None
