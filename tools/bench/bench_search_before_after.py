@@ -5,10 +5,10 @@ A ranking rule adds work to every query; whether it costs more than the issue
 allows (10 %) can only be read from figures taken under the same load, so
 everything here alternates:
 
-* warm, one process (the MCP/HTTP server case): each query is searched with the
-  field-share rule of decision 16 on and off, the order swapped every query.
-  "Off" makes `Searcher._field_share` return 0 without reading anything: the
-  search of decision 14, cost and effect;
+* warm, one process (the MCP/HTTP server case): each query is searched with a
+  rule on and off, the order swapped every query: query understanding (decision
+  40; off is `literal`), or with `--toggle field-share` the field-share rule of
+  decision 16 ("off" makes `Searcher._field_share` return 0 without reading anything);
 * warm, per version (`--lib`, at least two): one child process per version runs
   every query after a warm-up, the versions taking turns for `--rounds` rounds;
 * whole process (the shell and /memory-search case): `brain search QUERY`
@@ -52,7 +52,7 @@ def summary(times: list[float]) -> dict[str, float]:
             "n": len(ordered)}
 
 
-def warm_toggle(root: Path, queries: list[str], rounds: int) -> dict[str, object]:
+def warm_toggle(root: Path, queries: list[str], rounds: int, toggle: str) -> dict[str, object]:
     """One Searcher; every query `rounds` times with the field-share rule on and off, the order swapped each time."""
     from brain import Brain
     from brain.search import Searcher
@@ -60,14 +60,14 @@ def warm_toggle(root: Path, queries: list[str], rounds: int) -> dict[str, object
     brain = Brain(root)
     brain.search(queries[0], mode="hybrid", limit=10)  # loads the vectors and the encoder
     real = Searcher._field_share
-    step: list[float] = []  # the rule's own time inside each "on" search
+    step: list[float] = []  # the field-share rule's own time inside each "on" search
 
-    def no_share(self, query, found, corrections):  # decision 14: no share, no index read
+    def no_share(self, *args):  # decision 14: no share, no index read
         return 0.0
 
-    def timed_share(self, query, found, corrections):
+    def timed_share(self, *args):
         started = time.perf_counter()
-        share = real(self, query, found, corrections)
+        share = real(self, *args)
         step.append((time.perf_counter() - started) * 1000)
         return share
 
@@ -75,13 +75,18 @@ def warm_toggle(root: Path, queries: list[str], rounds: int) -> dict[str, object
     for i, query in enumerate(queries * rounds):
         order = ("on", "off") if i % 2 == 0 else ("off", "on")
         for label in order:
-            Searcher._field_share = timed_share if label == "on" else no_share
+            literal = False
+            if toggle == "field-share":
+                Searcher._field_share = timed_share if label == "on" else no_share
+            else:  # understanding (decision 40): off is --literal
+                literal = label == "off"
             started = time.perf_counter()
-            brain.search(query, mode="hybrid", limit=10)
+            brain.search(query, mode="hybrid", limit=10, literal=literal)
             times[label].append((time.perf_counter() - started) * 1000)
     Searcher._field_share = real
     out = {label: summary(values) for label, values in times.items()}
-    out["step"] = summary(step)
+    if step:
+        out["step"] = summary(step)
     # Paired: each query's on/off ratio, so load that comes and goes hits both sides of a pair alike.
     out["paired_ratio"] = statistics.median(a / b for a, b in zip(times["on"], times["off"]))
     return out
@@ -109,6 +114,8 @@ def main() -> None:
     parser.add_argument("--lib", action="append", default=[], metavar="NAME=PATH",
                         help="a version of brain: its tools/lib folder (repeat; the first is the baseline)")
     parser.add_argument("--limit", type=int, help="only the first N queries")
+    parser.add_argument("--toggle", choices=("understanding", "field-share"), default="understanding",
+                        help="the rule the warm one-process runs turn on and off (decisions 40 and 16)")
     parser.add_argument("--rounds", type=int, default=3, help="turns each version takes at the warm queries")
     parser.add_argument("--cli-runs", type=int, default=20)
     parser.add_argument("--child", choices=("toggle", "warm"), help=argparse.SUPPRESS)
@@ -116,7 +123,7 @@ def main() -> None:
     queries = read_queries(args.queries, args.limit)
     root = args.root.resolve()
     if args.child == "toggle":
-        print(json.dumps(warm_toggle(root, queries, args.rounds)))
+        print(json.dumps(warm_toggle(root, queries, args.rounds, args.toggle)))
         return
     if args.child == "warm":
         print(json.dumps(warm_child(root, queries)))
@@ -129,7 +136,7 @@ def main() -> None:
     me = [sys.executable, str(Path(__file__).resolve()), "--root", str(root), "--queries", str(args.queries)]
     if args.limit:
         me += ["--limit", str(args.limit)]
-    me += ["--rounds", str(args.rounds)]
+    me += ["--rounds", str(args.rounds), "--toggle", args.toggle]
 
     def child(mode: str, lib: str) -> object:
         out = subprocess.run([*me, "--child", mode], env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
@@ -141,14 +148,15 @@ def main() -> None:
           f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     newest = libs[-1][1] if libs else str(PROJECT / "tools" / "lib")
     toggle = child("toggle", newest)
-    print(f"\nwarm hybrid, one process, decision 16 on/off alternating per query, {args.rounds} rounds:\n")
-    print("| field-share rule | p50 ms | p95 ms |\n|---|---:|---:|")
+    rule = "field-share rule (decision 16)" if args.toggle == "field-share" else "understanding (decision 40)"
+    print(f"\nwarm hybrid, one process, {rule} on/off alternating per query, {args.rounds} rounds:\n")
+    print(f"| {rule} | p50 ms | p95 ms |\n|---|---:|---:|")
     for label in ("off", "on"):
         print(f"| {label} | {toggle[label]['p50_ms']:.1f} | {toggle[label]['p95_ms']:.1f} |")
+    step = (f"; the rule's own step p50 {toggle['step']['p50_ms']:.2f} ms, p95 {toggle['step']['p95_ms']:.2f} ms"
+            if "step" in toggle else "")
     print(f"\nratio of p50 on/off {toggle['on']['p50_ms'] / toggle['off']['p50_ms']:.3f}; "
-          "median of each query's on/off "
-          f"ratio {toggle['paired_ratio']:.3f}; the rule's own step p50 {toggle['step']['p50_ms']:.2f} ms, "
-          f"p95 {toggle['step']['p95_ms']:.2f} ms")
+          f"median of each query's on/off ratio {toggle['paired_ratio']:.3f}{step}")
     if len(libs) < 2:
         return
 

@@ -850,7 +850,7 @@ class Searcher:
         if not understood:
             return {cid: (0, part.score) for cid, part in fused.items()}, set()
         facts = self.index_facts()
-        file_of = {cid: row.file_id for cid, row in self.store.chunks_by_id(list(fused)).items()}
+        file_of = self._files_of(list(fused))
         satisfied: dict[int, int] = {}
         place: dict[int, tuple[int, float]] = {}
         for cid, part in fused.items():
@@ -872,6 +872,22 @@ class Searcher:
                 top = best[main]
                 place[top] = (place[top][0], max(place[top][1], place[cid][1]))
         return place, hidden
+
+    def _files_of(self, chunk_ids: list[int]) -> dict[int, int]:
+        """Chunk id → file id, from the vectors held in memory where they are (no text read), else the store."""
+        out: dict[int, int] = {}
+        vectors = self._vectors if self._version == self.store.data_version() else None
+        if vectors is not None and len(vectors[0]):
+            ids, file_ids = vectors[0], vectors[1]
+            wanted = np.array(chunk_ids, dtype=np.int64)
+            rows = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)  # ids are sorted (vector_matrix)
+            for cid, row, hit in zip(chunk_ids, rows.tolist(), (ids[rows] == wanted).tolist()):
+                if hit:
+                    out[cid] = int(file_ids[row])
+        rest = [cid for cid in chunk_ids if cid not in out]  # chunks without a vector, or vectors on a server
+        if rest:
+            out.update({cid: row.file_id for cid, row in self.store.chunks_by_id(rest).items()})
+        return out
 
     def keyword_query(self, query: str, profile: IndexProfile | None = None) -> str:
         """The FTS5 MATCH expression for `query`, its words stemmed the way this index stores them."""

@@ -114,6 +114,8 @@ class IndexFacts:
     by_path: dict[str, int] = field(default_factory=dict)  # folded path → file id
     dated: bool = False  # some note has a date: a time can be understood
     shown: dict[str, dict[str, str]] = field(default_factory=dict)  # every field's short values: folded → as written
+    forms_memo: dict[str, set[str]] = field(default_factory=dict)  # a word → its stemmed forms (this index's stems)
+    value_index: tuple[list[tuple[str, str, str, list[set[str]]]], dict[str, list[int]]] | None = None
 
     def main_note(self, fid: int, kind_folders: frozenset[str]) -> int | None:
         """The main note of the thing file `fid` belongs to, when it lies in a folder of its own under a kind
@@ -276,7 +278,15 @@ def understand(
     used = [False] * len(words)
     out = Understood()
     today = today or dt.date.today()
-    forms = [_forms(w, stems) for w in words]
+    memo = facts.forms_memo  # the index's values are stemmed once per index version, not per query
+
+    def forms_of(word: str) -> set[str]:
+        found = memo.get(word)
+        if found is None:
+            found = memo[word] = _forms(word, stems)
+        return found
+
+    forms = [forms_of(w) for w in words]
 
     # Times first: a year is never a value.
     for i, word in enumerate(words):
@@ -339,7 +349,7 @@ def understand(
         # every note there above the one the query is about. A `type` value matches as a word.
         group = next((g for g in KIND_GROUPS if word in g), None)
         named = sorted(k for k in kind_names if (group is not None and k in group)
-                       or (k in facts.types and _same_word(_forms(k, stems), forms[i])))
+                       or (k in facts.types and _same_word(forms_of(k), forms[i])))
         if not named:
             continue
         used[i] = True
@@ -348,29 +358,51 @@ def understand(
         out.constraints.append(Constraint("kind", f"kind {'/'.join(kind_names[k] for k in named)}", (word,),
                                           _of_kind(folders)))
 
-    # Values: a category value the query names (one to three words), as words or stems.
-    for name, values in sorted(facts.categories.items()):
-        for value, written in sorted(values.items()):
-            if (name, value) in status_values:
-                continue  # a status word is read as a status, above
-            parts = value.split()
-            if any(p in stop_words or len(p) < 2 for p in parts) and len(parts) == 1:
+    # Values: a category value the query names (one to three words), as words or stems. Only the values
+    # whose first word shares a query word's first MIN_PREFIX letters can match it: looked up, not scanned.
+    items, by_key = _value_index(facts, forms_of, status_values)
+    for i in range(len(words)):
+        if used[i] or words[i] in stop_words:
+            continue
+        near = {n for f in forms[i] for n in by_key.get(f[:MIN_PREFIX], ())}
+        spans = []
+        for n in sorted(near):
+            name, value, written, part_forms = items[n]
+            span = range(i, i + len(part_forms))
+            if span.stop > len(words) or any(used[j] or words[j] in stop_words for j in span):
                 continue
-            part_forms = [_forms(p, stems) for p in parts]
-            for i in range(len(words) - len(parts) + 1):
-                span = range(i, i + len(parts))
-                if any(words[j] in stop_words for j in span):
-                    continue
-                if all(_same_word(part_forms[k], forms[j]) for k, j in enumerate(span)):
-                    _add_value(out, name, value, written, tuple(words[j] for j in span))
-                    for j in span:
-                        used[j] = True
-                    break
+            if all(_same_word(part_forms[k], forms[j]) for k, j in enumerate(span)):
+                _add_value(out, name, value, written, tuple(words[j] for j in span))
+                spans.append(span)
+        for span in spans:
+            for j in span:
+                used[j] = True
     # A value alone is a topic ("backup", "Miramare"), which the keyword half already finds; the query
     # asks for things only when it also names a kind, a status or a time.
     if not any(c.kind != "value" for c in out.constraints):
         return Understood()
     return out
+
+
+def _value_index(
+    facts: IndexFacts, forms_of: Callable[[str], set[str]], status_values: set[tuple[str, str]]
+) -> tuple[list[tuple[str, str, str, list[set[str]]]], dict[str, list[int]]]:
+    """Every category value with its words' forms, and where to look each up by a form's first letters
+    (built once per index version)."""
+    if facts.value_index is None:
+        items: list[tuple[str, str, str, list[set[str]]]] = []
+        by_key: dict[str, list[int]] = {}
+        for name, values in sorted(facts.categories.items()):
+            for value, written in sorted(values.items()):
+                parts = value.split()
+                if (name, value) in status_values or (len(parts) == 1 and len(parts[0]) < 2):
+                    continue  # a status word is read as a status, above
+                part_forms = [forms_of(p) for p in parts]
+                for form in part_forms[0]:
+                    by_key.setdefault(form[:MIN_PREFIX], []).append(len(items))
+                items.append((name, value, written, part_forms))
+        facts.value_index = (items, by_key)
+    return facts.value_index
 
 
 def _add_value(out: Understood, name: str, value: str, written: str, words: tuple[str, ...]) -> None:
