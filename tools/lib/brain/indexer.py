@@ -63,6 +63,10 @@ class ScanReport:
     rebuilt: bool = False
     database: str = ""
 
+    def fail(self, path: str, exc: sources.ExtractionError) -> None:
+        """Report one file that could not be read, saying when it may pass next time (`retry`)."""
+        self.failed.append({"path": path, "reason": str(exc)} | ({} if exc.lasting else {"retry": True}))
+
     def counts(self) -> dict[str, int]:
         return {
             "added": len(self.added),
@@ -418,7 +422,7 @@ class Indexer:
         try:
             data = sources.read_note(self.settings, source.path, self.max_bytes, self._rules)
         except sources.ExtractionError as exc:
-            report.failed.append({"path": source.rel, "reason": str(exc)})
+            report.fail(source.rel, exc)
             return
         except FileNotFoundError:
             # Deleted between the walk and the read (a commit meanwhile): the note is gone,
@@ -464,7 +468,7 @@ class Indexer:
         try:
             extracted = sources.extract_bytes(source.path.name, data)
         except sources.ExtractionError as exc:
-            report.failed.append({"path": source.rel, "reason": str(exc)} | ({} if exc.lasting else {"retry": True}))
+            report.fail(source.rel, exc)
             return None
         for warning in extracted.warnings:
             report.warnings.append({"path": source.rel, "reason": warning})

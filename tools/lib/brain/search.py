@@ -151,6 +151,11 @@ class SearchResponse:
         return data
 
 
+def _listed(value: Any) -> list[Any]:
+    """A frontmatter value as a list of values: a list as it is, a scalar alone, nothing for None."""
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 @dataclass(frozen=True)
 class Filter:
     """A frontmatter condition: key=value or key!=value (lists match if they contain the value)."""
@@ -160,14 +165,8 @@ class Filter:
     negate: bool
 
     def matches(self, metadata: dict[str, Any]) -> bool:
-        present = metadata.get(self.key)
-        values = present if isinstance(present, list) else ([] if present is None else [present])
-        hit = any(str(v).strip().lower() == self.value.lower() for v in values)
+        hit = any(str(v).strip().lower() == self.value.lower() for v in _listed(metadata.get(self.key)))
         return not hit if self.negate else hit
-
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def parse_filter(text: str) -> Filter:
@@ -1066,17 +1065,13 @@ class Searcher:
         if language is None or not found.ids:
             return set()
         values = [found.keyword.get(cid, 0.0) for cid in found.ids]
-        mean = sum(values) / len(values)
-        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-        if std <= 0:
-            return set()
-        outliers = [cid for cid, v in zip(found.ids, values) if (v - mean) / std > OUTLIER_Z]
+        z, _ = _normaliser("zscore", values, floor_zero=True)  # as fuse() will normalise the keyword half
+        outliers = [cid for cid, v in zip(found.ids, values) if z(v) > OUTLIER_Z]
         if not outliers:
             return set()
-        rows = self.store.chunks_by_id(outliers)
-        files = self.store.files_by_id({row.file_id for row in rows.values()})
-        return {cid for cid, row in rows.items()
-                if files[row.file_id].language and files[row.file_id].language != language}
+        file_of = self._files_of(outliers)
+        files = self.store.files_by_id(set(file_of.values()))
+        return {cid for cid, fid in file_of.items() if files[fid].language and files[fid].language != language}
 
     def _raise_whole_titles(self, query: str, found: Candidates, profile: IndexProfile) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""

@@ -141,6 +141,7 @@ class IndexFacts:
         folder_count: Counter[str] = Counter()
         written: dict[str, str] = {}
         uses: dict[str, list[str]] = {}
+        carriers: Counter[str] = Counter()  # field → how many notes carry it
         shown: dict[str, dict[str, str]] = {}
         for fid, path, metadata in files:
             parts = path.split("/")[:-1]
@@ -164,8 +165,8 @@ class IndexFacts:
                     if isinstance(item, int) and _YEAR.match(text):
                         dates.append(dt.date(item, 1, 1))
                         continue
-                    parsed = list(_dates_in(text))
-                    if parsed and _DATE.fullmatch(text):
+                    parsed = list(_dates_in(text)) if _DATE.fullmatch(text) else []
+                    if parsed:
                         dates.extend(parsed)
                         continue
                     if name in TEXT_FIELDS or not text or len(_WORD.findall(text)) > MAX_VALUE_WORDS:
@@ -177,6 +178,7 @@ class IndexFacts:
                 if found:
                     values[name] = frozenset(found)
                     uses.setdefault(name, []).extend(found)
+                    carriers[name] += 1
             notes[fid] = NoteFacts(path, folders, values, tuple(dates))
         kinds = {f: written[f] for f, n in folder_count.items() if n >= MIN_KIND_FILES}
         types = {value for facts in notes.values() for value in facts.values.get("type", ())}
@@ -186,8 +188,7 @@ class IndexFacts:
         for name, used in uses.items():
             if name == "type":
                 continue
-            carriers = sum(1 for facts in notes.values() if name in facts.values)
-            if carriers >= MIN_FIELD_FILES and len(set(used)) <= CATEGORY_SHARE * len(used):
+            if carriers[name] >= MIN_FIELD_FILES and len(set(used)) <= CATEGORY_SHARE * len(used):
                 categories[name] = shown[name]
         by_path = {fold(facts.path): fid for fid, facts in notes.items()}
         return cls(notes, kinds, categories, frozenset(types), by_path, any(f.dates for f in notes.values()), shown)
