@@ -192,3 +192,42 @@ def test_an_unknown_setting_names_the_nearest_instead_of_all(tmp_path: Path, tex
 def test_a_brain_root_that_does_not_exist_is_named(tmp_path: Path) -> None:
     done = run_cli("status", env={"BRAIN_ROOT": str(tmp_path / "nope")}, cwd=tmp_path)
     assert done.returncode == 1 and "(BRAIN_ROOT) does not exist" in done.stderr and "unset it" in done.stderr
+
+
+def test_config_set_and_unset_mend_a_file_that_refuses_to_load(tmp_path: Path) -> None:
+    """Newcomer round two, item 5: the error said to run `config set`, which failed with the same error."""
+    original = ("# my notes\n[search]\nmode = \"hybrd\"  # the team's choice\nlimit = 5\n\n"
+                "[serach]\nfusion = \"rrf\"\n\n[chunking]\n# small notes\nchunk_chars = 800\n")
+    write(tmp_path, {"brain.toml": original, "a.md": "hello"})
+    refused = run_cli("--root", str(tmp_path), "config", "show")
+    assert refused.returncode == 1 and "did you mean search.fusion?" in refused.stderr
+    assert "`brain config unset serach.fusion` removes it" in refused.stderr
+    removed = run_cli("--root", str(tmp_path), "config", "unset", "serach.fusion")
+    # Written, and the one thing still wrong is named with its own fix, which works in turn.
+    assert removed.returncode == 1 and removed.stdout == "removed serach.fusion from brain.toml\n"
+    assert removed.stderr.count("\n") == 1 and "still wrong" in removed.stderr
+    assert "search.mode must be one of" in removed.stderr and "brain config set search.mode VALUE" in removed.stderr
+    mended = run_cli("--root", str(tmp_path), "config", "set", "search.mode", "bm25")
+    assert mended.returncode == 0 and mended.stdout == "search.mode = 'bm25'\n" and not mended.stderr
+    text = (tmp_path / "brain.toml").read_text(encoding="utf-8")
+    assert text == original.replace('"hybrd"', '"bm25"').replace('[serach]\nfusion = "rrf"\n\n', "")
+    shown = run_cli("--root", str(tmp_path), "config", "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_config_unset_takes_a_whole_section_and_says_when_there_is_nothing_to_remove(tmp_path: Path) -> None:
+    write(tmp_path, {"brain.toml": "# keep\n[serach]\n# a note\nlimit = 5\nmode = 'bm25'\n"})
+    done = run_cli("--root", str(tmp_path), "config", "unset", "serach")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "brain.toml").read_text(encoding="utf-8") == "# keep\n"
+    again = run_cli("--root", str(tmp_path), "config", "unset", "serach")
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert "serach is not in" in again.stderr and "nothing was removed" in again.stderr
+
+
+def test_config_set_over_a_value_where_a_section_belongs_names_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "brain.toml"
+    path.write_text("search = 5\n", encoding="utf-8")
+    with pytest.raises(BrainError, match=r"`brain config unset search`, then set search.limit"):
+        set_value(path, "search.limit", "3")
+    assert path.read_text(encoding="utf-8") == "search = 5\n"

@@ -7,6 +7,7 @@ methods and render the objects they return, so they can never disagree.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -17,10 +18,13 @@ from .config import (
     SETTINGS,
     Settings,
     approve_held,
+    config_file,
+    file_problem,
     load_settings,
     locate_root,
     prepare_index_folder,
     set_value,
+    unset_value,
 )
 from .embeddings import Embedder
 from .errors import BrainError, Interrupted, failure_words
@@ -248,8 +252,7 @@ class Brain:
 
     def config_set(self, key: str, value: str) -> Any:
         """Write one setting into brain.toml (comments and other keys kept)."""
-        path = self.settings.config_path or (self.root / "brain.toml")
-        return set_value(path, key, value)
+        return edit_setting(key, value, root=self.root, config=self.config).value
 
     def log_path(self, name: str) -> Path:
         """Where a long-running command (`watch`, `schedule`) logs: `<notes>/.brain/<name>.log` (the folder
@@ -278,6 +281,33 @@ class Brain:
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
+
+
+@dataclass(frozen=True)
+class SettingEdit:
+    """What `brain config set`/`unset` did: the file written, the key, its new value (None: removed), and what
+    is still wrong with the file, if anything."""
+
+    path: Path
+    key: str
+    value: Any
+    problem: str | None
+
+
+def edit_setting(key: str, value: str | None, *, root: str | Path | None = None,
+                 config: str | None = None) -> SettingEdit:
+    """Set KEY to VALUE in the settings file (None: remove KEY), without loading the settings first.
+
+    A Brain would refuse to open over the very mistake this edit is meant to mend.
+    """
+    found = locate_root(str(root) if root is not None else None)
+    path = config_file(found.path, config)
+    if value is None:
+        unset_value(path, key)
+        written = None
+    else:
+        written = set_value(path, key, value)
+    return SettingEdit(path, key, written, file_problem(found.path, config))
 
 
 class _open:

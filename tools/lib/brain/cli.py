@@ -522,6 +522,7 @@ def config_group() -> None:
     Examples:
       brain config show
       brain config set search.limit 5
+      brain config unset search.limit
     """
 
 
@@ -555,8 +556,35 @@ def config_set(key: str, value: str) -> int:
       brain config set search.stemmer italian
       brain config set ask.model gpt-4o-mini
     """
-    value_set = _brain().config_set(key, value)
-    click.echo(f"{key} = {value_set!r}")
+    return _edit_setting(key, value)
+
+
+@config_group.command("unset")
+@_location_options
+@click.argument("key")
+def config_unset(key: str) -> int:
+    """Remove KEY from brain.toml (its default applies again), keeping its comments and every other key.
+
+    KEY may be one brain does not know (a misspelt `serach.limit`) or a whole section (`serach`).
+
+    \b
+    Examples:
+      brain config unset search.limit
+      brain config unset serach
+    """
+    return _edit_setting(key, None)
+
+
+def _edit_setting(key: str, value: str | None) -> int:
+    """`config set` / `config unset`: the edit, then what is still wrong with the file (exit 1 until it is mended)."""
+    from .api import edit_setting
+
+    root, config = _location()
+    edit = edit_setting(key, value, root=root, config=config)
+    click.echo(f"{key} = {edit.value!r}" if value is not None else f"removed {key} from {edit.path.name}")
+    if edit.problem:
+        sys.stderr.write(f"brain: written, but still wrong: {edit.problem}\n")
+        return EXIT_FAILURE
     return EXIT_OK
 
 

@@ -285,7 +285,20 @@ def _flatten(doc: dict[str, Any], source: str) -> dict[str, Any]:
             flat[key] = value
     for key in flat:
         if key not in SPECS:
-            raise BrainError(f"{source}: unknown setting {key!r}; {_did_you_mean(key)}")
+            # `config set` never reads the file's other keys, so it (and `config unset`) can mend it.
+            raise BrainError(f"{source}: unknown setting {key!r}; {_did_you_mean(key)} "
+                             f"(`brain config unset {key}` removes it)")
+    return flat
+
+
+def _loose_values(doc: dict[str, Any]) -> dict[str, Any]:
+    """The file's known settings, flattened as `_flatten` does, ignoring unknown ones instead of refusing them."""
+    flat: dict[str, Any] = {}
+    for key, value in doc.items():
+        for sub, subvalue in (value.items() if isinstance(value, dict) else [("", value)]):
+            name = f"{key}.{sub}" if sub else key
+            if name in SPECS:
+                flat[name] = subvalue
     return flat
 
 
@@ -427,24 +440,35 @@ def env_name(key: str) -> str:
     return "BRAIN_" + key.replace(".", "_").upper()
 
 
-def load_settings(root: Path, config: str | None = None, *, announce: bool = True) -> Settings:
-    """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env.
+def config_file(root: Path, config: str | None = None) -> Path:
+    """The settings file of `root`: `config` (--config), else BRAIN_CONFIG, else brain.toml in the root.
+
+    A file named by --config or BRAIN_CONFIG must exist (a typo must not start a new, empty one).
+    """
+    raw_path = config or os.environ.get("BRAIN_CONFIG")
+    if not raw_path:
+        return root / CONFIG_NAME
+    path = Path(os.path.expanduser(raw_path))
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.is_file():
+        where = "--config" if config else "BRAIN_CONFIG"
+        raise BrainError(f"config file {raw_path!r} ({where}) not found; name an existing brain.toml with {where}")
+    return path
+
+
+def load_settings(
+    root: Path, config: str | None = None, *, announce: bool = True, environment: bool = True
+) -> Settings:
+    """Effective settings for `root`: defaults < brain.toml (or --config / BRAIN_CONFIG) < BRAIN_* env
+    (not read when `environment` is off).
 
     A value of the file that sends notes or credentials away and is not approved
     on this machine is held back (Settings.unapproved), said on stderr unless `announce` is off.
     """
     values = {key: copy.copy(spec.default) for key, spec in SPECS.items()}
     origins = {key: "default" for key in SPECS}
-    raw_path = config or os.environ.get("BRAIN_CONFIG")
-    config_path: Path | None
-    if raw_path:
-        config_path = Path(os.path.expanduser(raw_path))
-        if not config_path.is_absolute():
-            config_path = Path.cwd() / config_path
-        if not config_path.is_file():
-            raise BrainError(f"config file {raw_path!r} not found; pass an existing brain.toml with --config")
-    else:
-        config_path = root / CONFIG_NAME
+    config_path = config_file(root, config)  # a named file exists; brain.toml in the root may not
     if config_path.is_file():
         try:
             doc = tomllib.loads(config_path.read_text(encoding="utf-8"))
@@ -453,9 +477,7 @@ def load_settings(root: Path, config: str | None = None, *, announce: bool = Tru
         for key, value in _flatten(doc, str(config_path)).items():
             values[key] = coerce(key, value, str(config_path))
             origins[key] = str(config_path)
-    else:
-        config_path = None if raw_path else root / CONFIG_NAME
-    for key in SPECS:
+    for key in SPECS if environment else ():
         name = env_name(key)
         if name in os.environ:
             values[key] = coerce(key, os.environ[name], f"environment {name}")
@@ -562,22 +584,45 @@ def with_overrides(settings: Settings, items: dict[str, str]) -> Settings:
     return Settings(root=settings.root, config_path=settings.config_path, values=values, origins=origins)
 
 
+def _edited(config_path: Path) -> Any:
+    """brain.toml as a tomlkit document (comments and layout kept), or an empty one when there is no file."""
+    import tomlkit
+
+    text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+    try:
+        return tomlkit.parse(text)
+    except Exception as exc:  # tomlkit raises its own ParseError subclasses
+        raise BrainError(f"{config_path}: invalid TOML ({exc}); fix the file by hand first") from None
+
+
+def _save(config_path: Path, doc: Any) -> None:
+    import tomlkit
+
+    tmp = config_path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    os.replace(tmp, config_path)  # whole or not at all
+
+
 def set_value(config_path: Path, key: str, raw_value: str) -> Any:
-    """Write KEY = VALUE into brain.toml, keeping comments, order and every other key untouched."""
+    """Write KEY = VALUE into brain.toml, keeping comments, order and every other key untouched.
+
+    The file's other keys may be wrong (that is often why one runs `config set`):
+    an unknown or bad one is left as it is and only its valid neighbours take part
+    in the checks of pairs, so setting a key always works; `file_problem` says what is still wrong.
+    """
     import tomlkit
 
     _known(key)
     value = coerce(key, parse_value(raw_value), "config set")
-    text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
-    try:
-        doc = tomlkit.parse(text)
-    except Exception as exc:  # tomlkit raises its own ParseError subclasses
-        raise BrainError(f"{config_path}: invalid TOML ({exc}); fix the file first") from None
+    doc = _edited(config_path)
     # The pairs are checked against what the file says (else the defaults), not the defaults alone.
     together = dict(DEFAULTS)
-    for other, raw in _flatten(doc.unwrap(), str(config_path)).items():
-        if other != key:  # the key being set may be the one that is wrong in the file
-            together[other] = coerce(other, raw, str(config_path))
+    for other, raw in _loose_values(doc.unwrap()).items():
+        if other != key:
+            try:
+                together[other] = coerce(other, raw, str(config_path))
+            except BrainError:
+                continue  # wrong in the file already: the default stands in for it, as it will be mended
     together[key] = value
     origins = {k: str(config_path) for k in SPECS}
     origins[key] = "config set"
@@ -588,13 +633,43 @@ def set_value(config_path: Path, key: str, raw_value: str) -> Any:
         if table is None:
             table = tomlkit.table()
             doc[section] = table
+        elif not isinstance(table, dict):
+            raise BrainError(f"{config_path}: {section} is a value, not a [{section}] table; "
+                             f"remove it with `brain config unset {section}`, then set {key}", usage=True)
         table[name] = value
     else:
         doc[key] = value
-    tmp = config_path.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    os.replace(tmp, config_path)
+    _save(config_path, doc)
     if key in REACHING or key == "database":
         # Typed here by this machine's user: approved as written (a teammate's copy still asks its own user).
         approvals.approve(config_path, {key: value})
     return value
+
+
+def unset_value(config_path: Path, key: str) -> None:
+    """Remove KEY (a setting, a misspelt one, or a whole [section]) from brain.toml, keeping everything else.
+
+    So a mistake `config set` cannot overwrite (an unknown key or section) can be
+    taken out without an editor. A section left with no keys and no comments goes too.
+    """
+    from tomlkit.items import Comment, Table
+
+    doc = _edited(config_path)
+    section, _, name = key.rpartition(".")
+    table = doc.get(section) if section else doc
+    if not isinstance(table, dict) or name not in table:
+        raise BrainError(f"{key} is not in {config_path}, so nothing was removed; "
+                         "`brain config show` says where each value comes from", usage=True)
+    del table[name]
+    if isinstance(table, Table) and not table and not any(isinstance(item, Comment) for _, item in table.value.body):
+        del doc[section]
+    _save(config_path, doc)
+
+
+def file_problem(root: Path, config: str | None = None) -> str | None:
+    """What is still wrong with the settings file of `root` (the first thing load_settings would refuse), or None."""
+    try:  # the file alone: a bad environment variable is not the file's problem
+        load_settings(root, config, announce=False, environment=False)
+    except BrainError as exc:
+        return str(exc)
+    return None
