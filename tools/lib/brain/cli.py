@@ -19,6 +19,7 @@ import click
 
 from .errors import BrainError, user_error
 from .operations import Operation, Param, operation
+from .terminal import COLOR_CHOICES
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -231,12 +232,19 @@ def reindex_command(paths: tuple[str, ...], as_json: bool) -> int:
 @_json_option
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default=None,
               help="Output format (default text; --json is --format json).")
-def search_command(as_json: bool, fmt: str | None, **given: Any) -> int:
+@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Clickable paths and highlighted words in the text view: auto is on a terminal unless NO_COLOR "
+              "is set.")
+def search_command(as_json: bool, fmt: str | None, color: str, **given: Any) -> int:
     from . import render
+    from .terminal import Style, wants_escapes
 
     options = operation_arguments(operation("search"), given)
-    response = _brain().search(_query_text(options.pop("query")), **options)
-    click.echo(render.search(response, "json" if as_json else (fmt or "text")))
+    brain = _brain()
+    response = brain.search(_query_text(options.pop("query")), **options)
+    style = Style(brain.root) if wants_escapes(color, sys.stdout) else Style.plain()
+    # color=: click would strip the escapes of `--color always` into a pipe.
+    click.echo(render.search(response, "json" if as_json else (fmt or "text"), style), color=style.on)
     return EXIT_OK
 
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import shown
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
-from .search import WEAK_COSINE, SearchResponse
+from .search import WEAK_COSINE, SearchResponse, matched_spans
+from .terminal import Style
 from .texts import page_ranges
 
 if TYPE_CHECKING:
@@ -107,8 +108,16 @@ def _explain_lines(hit: Any) -> list[str]:
     return lines
 
 
-def search(response: SearchResponse, fmt: str) -> str:
+def search(response: SearchResponse, fmt: str, style: Style | None = None) -> str:
+    """The results as `fmt` (text, markdown, json); `style` (text only) links each path and marks matched words."""
     explain = response.explained
+    style = style if style is not None and fmt == "text" else Style.plain()
+
+    def marked(text: str) -> str:
+        if not style.on:
+            return text
+        return style.mark(text, matched_spans(text, response.searched_forms, response.languages))
+
     if fmt == "json":
         return json.dumps(response.to_dict(), ensure_ascii=False)
     markdown = fmt == "markdown"
@@ -146,13 +155,14 @@ def search(response: SearchResponse, fmt: str) -> str:
             out.append(f"   > {hit.preview}")
         else:
             out.append(
-                f"{n}. {shown(hit.path)}  {_score_line(hit)}  Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
+                f"{n}. {style.link(hit.path, shown(hit.path))}  {_score_line(hit)}  "
+                f"Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
             )
-            out.append(f"   Preview: {hit.preview}")
+            out.append(f"   Preview: {marked(hit.preview)}")
         if explain:
             out.extend(_explain_lines(hit))
         if hit.excerpt is not None:
-            out.extend(_excerpt_lines(hit, markdown))
+            out.extend(_excerpt_lines(hit, markdown, marked))
     for path in response.dropped:
         out.append(f"(dropped {shown(path)}: deleted since it was indexed; run `brain index`)")
     if not response.results:
@@ -160,11 +170,11 @@ def search(response: SearchResponse, fmt: str) -> str:
     return "\n".join(out)
 
 
-def _excerpt_lines(hit: Any, markdown: bool) -> list[str]:
+def _excerpt_lines(hit: Any, markdown: bool, marked: Any = None) -> list[str]:
     label = f"Excerpt ({len(hit.excerpt)} of {hit.content_len} chars):"
     if markdown:
         return [f"   {label}", "", "   ```text", *(f"   {ln}" for ln in hit.excerpt.split("\n")), "   ```", ""]
-    return [f"   {label}", *(f"   | {ln}" for ln in hit.excerpt.split("\n"))]
+    return [f"   {label}", *(f"   | {marked(ln) if marked else ln}" for ln in hit.excerpt.split("\n"))]
 
 
 def grep_text(response: GrepResponse) -> str:

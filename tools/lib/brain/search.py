@@ -110,6 +110,10 @@ class SearchResponse:
     understood_line: str = ""
     # The --path-prefix / --where filters left no indexed note at all: which part, and what is there instead.
     unmatched_filter: str = ""
+    # The query's words as the index stems them (→ the word as typed) and the languages stemmed in: what a
+    # terminal highlights (matched_spans). Not in the JSON: a client has the query and its own highlighter.
+    searched_forms: dict[str, str] = field(default_factory=dict, repr=False)
+    languages: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def partial(self) -> bool:
@@ -293,6 +297,18 @@ def query_words(query: str) -> list[str]:
 
 def query_terms(query: str) -> list[str]:
     return [t.lower() for t in query_words(query)]
+
+
+def matched_spans(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int]]:
+    """Where in `text` the searched words are, whole words only: (start, end) of each word whose stem in one of
+    `languages` is among `forms` (Searcher._searched_forms: the same Snowball stems the keyword fields hold)."""
+    stems = query_stemmers(languages) or [lambda word: word]
+    spans = []
+    for token in _TOKEN.finditer(text):
+        word = token.group()
+        if any(fold(stem(word)) in forms for stem in stems):
+            spans.append(token.span())
+    return spans
 
 
 def _make_preview(text: str, terms: list[str]) -> str:
@@ -813,7 +829,8 @@ class Searcher:
                                       indexed_files=counts.get("files", -1),
                                       understood=understood.to_list(), understood_line=understood.line,
                                       unmatched_filter="" if allowed is None or allowed else
-                                      self._unmatched_filter(path_prefix, filters))
+                                      self._unmatched_filter(path_prefix, filters),
+                                      searched_forms=searched_forms, languages=profile.languages)
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars)
             response.seconds = time.monotonic() - started
