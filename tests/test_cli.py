@@ -268,3 +268,30 @@ def test_long_times_and_long_queries_are_shown_for_a_person() -> None:
     text = render.search(SearchResponse(query="parola " * 200, mode="hybrid", results=[]), "text")
     head = text.splitlines()[0]
     assert len(head) < 140 and "…" in head
+
+
+def test_help_examples_are_the_docs_own_and_repeatable_flags_say_so() -> None:
+    """Newcomer round two, item 11: eval --help's example differed from the README's."""
+    docs = (PROJECT / "README.md").read_text(encoding="utf-8") + (PROJECT / "docs" / "evaluation.md").read_text(
+        encoding="utf-8")
+    shown = run_cli("eval", "--help").stdout
+    lines = shown.split("Examples:", 1)[1].splitlines()
+    examples = [line.strip() for line in lines if line.strip().startswith("brain")]
+    assert examples and all(example in docs for example in examples), examples
+    search_help = " ".join(run_cli("search", "--help").stdout.split())
+    assert "a note must match every one. Repeat the flag for several." in search_help
+
+
+def test_status_stats_and_explain_speak_words_not_internals(tmp_path: Path) -> None:
+    """Newcomer round two, item 11: `schema 5 (reads 5)`, `chunking v3:chars=1600:…`, `pool mean`, `field share`."""
+    write(tmp_path, {"brain.toml": "[search]\nmode = \"bm25\"\n", "a.md": "# Dogs\n\nThe dogs ran home.\n",
+                     "b.md": "# Cats\n\nThe cats stayed home.\n"})
+    assert run_cli("--root", str(tmp_path), "index").returncode == 0
+    status = run_cli("--root", str(tmp_path), "status").stdout
+    stats = run_cli("--root", str(tmp_path), "stats").stdout
+    explained = run_cli("--root", str(tmp_path), "search", "dogs home", "--mode", "hybrid", "--explain").stdout
+    for text in (status, stats):
+        assert "chunks of up to 1,600 characters, 320 shared with the one before" in text
+        assert "v3:" not in text and "chars=" not in text and "reads" not in text and "schema" not in text
+    assert "over the candidates: mean" in explained and "how far each half's best stands out" in explained
+    assert "pool" not in explained and "field share" not in explained and "std" not in explained

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,7 +63,11 @@ def test_health_docs_and_corpora(client: httpx.Client) -> None:
         assert path in spec["paths"], path
     corpora = client.get("/corpora").json()
     assert corpora["default"] == "default"
-    assert [c["name"] for c in corpora["corpora"]] == ["default", "work"]
+    # Names only: servers never tell clients where the notes are on this machine.
+    assert corpora["corpora"] == [{"name": "default"}, {"name": "work"}]
+    # A list parameter is a JSON array here: no word of the command line's repeated flag.
+    assert "repeat the flag" not in docs.text.lower()
+    assert "repeat the flag" not in json.dumps(spec).lower()
 
 
 def test_search(client: httpx.Client) -> None:
@@ -149,6 +155,12 @@ def test_encoded_dot_dot_is_refused(server: HttpServer) -> None:
     with httpx.Client(base_url=server.url) as http:
         response = http.get("/file?path=%2e%2e%2fsecret.md")
     assert response.status_code == 403 and "launch codes" not in response.text
+
+
+def test_an_empty_query_or_pattern_is_the_documented_line(client: httpx.Client) -> None:
+    empty = client.post("/search", json={"query": ""})
+    assert empty.status_code == 400 and empty.json()["error"] == "empty query; type some words to search for"
+    assert client.post("/grep", json={"pattern": ""}).json()["error"].startswith("empty pattern")
 
 
 def test_file_without_path_is_422(client: httpx.Client) -> None:

@@ -90,6 +90,10 @@ def test_search_stays_warm_and_bad_calls_come_back_as_tool_errors(indexed_exampl
 
             # A user's mistake: the CLI's one-line message, as a tool error; the server carries on.
             assert "empty query" in error_text(await session.call_tool("memory_search", {"query": "   "}))
+            # An empty string too: the documented line, not the validator's "String should have at least 1 character".
+            assert error_text(await session.call_tool("memory_search", {"query": ""})).endswith(
+                "empty query; type some words to search for")
+            assert "empty pattern" in error_text(await session.call_tool("memory_grep", {"pattern": ""}))
             assert "key=value" in error_text(
                 await session.call_tool("memory_search", {"query": "x", "where": ["oops"]})
             )

@@ -139,14 +139,15 @@ def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_exampl
     notes = copy_notes(indexed_example, tmp_path / "notes")
     declared = {op.name: {p.name: _declared(p) for p in op.params} for op in OPERATIONS}
 
-    # CLI: every option but --root/--config and the output flags (--json, --format, --yes) is a parameter.
-    output_only = {"as_json", "fmt", "yes", "help"}
+    # CLI: every option but --root/--config and the output flags (--json, --format, --color, --yes) is a parameter.
+    output_only = {"as_json", "fmt", "color", "yes", "help"}
     for op in OPERATIONS:
         command = cli.commands[op.name]
         params = {p.name: _from_click(p) for p in command.params if p.expose_value and p.name not in output_only}
         assert params == declared[op.name], op.name
         flags = {flag for p in command.params if p.name in output_only - {"help"} for flag in p.opts}
-        assert flags <= {"--json", "--format", "--yes", "-y"} and {f for f in op.cli_flags if f != "--yes"} <= flags
+        assert flags <= {"--json", "--format", "--color", "--yes", "-y"}
+        assert {f for f in op.cli_flags if f != "--yes"} <= flags
 
     async def tool_schemas() -> dict[str, Any]:
         async with mcp_session("--root", str(notes)) as session:

@@ -56,6 +56,17 @@ def chunking_identity(chunk_chars: int, overlap_chars: int, max_tokens: int) -> 
     return f"v{CHUNKING_VERSION}:chars={chunk_chars}:overlap={overlap_chars}:tokens={max_tokens}"
 
 
+def chunking_words(identity: str | None) -> str:
+    """A recorded chunking identity as a person reads it: `chunks of up to 1,600 characters, 320 shared, …`."""
+    parts = dict(part.split("=", 1) for part in (identity or "").split(":")[1:] if "=" in part)
+    try:
+        chars, overlap, tokens = int(parts["chars"]), int(parts["overlap"]), int(parts["tokens"])
+    except (KeyError, ValueError):
+        return "chunking unknown (the index does not say)" if not identity else f"chunking {identity}"
+    pieces = f"at most {tokens:,} word pieces" if tokens else "the model's own word-piece limit"
+    return f"chunks of up to {chars:,} characters, {overlap:,} shared with the one before, {pieces}"
+
+
 def _heading_title(rest: str) -> str:
     """A heading's text without its closing `#`s (CommonMark: only after a space, or when nothing else is left)."""
     title = rest.strip()

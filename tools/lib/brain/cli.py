@@ -111,7 +111,8 @@ def _click_param(param: Param) -> Callable[[Callable[..., Any]], Callable[..., A
         multiple=param.kind == "list",
         metavar=param.metavar,
         show_default=param.default not in (None, False, ()),
-        help=param.help,
+        # A list is a JSON array to MCP and HTTP; on the command line it is the flag given again.
+        help=param.help + (" Repeat the flag for several." if param.kind == "list" else ""),
     )
 
 
@@ -360,8 +361,8 @@ def eval_command(collection: str | None, split: str, notes: str | None, queries:
 
     \b
     Examples:
-      brain eval ../data/beir/scifact --split train --modes bm25,hybrid
-      brain eval --notes ~/notes --queries judged.jsonl --markdown
+      brain eval ../shared/data/scifact --split test --markdown
+      brain eval --notes examples/agency --queries tools/bench/judged/agency.jsonl --markdown
     """
     from . import evaluation, render
 

@@ -97,6 +97,9 @@ def compile_pattern(pattern: str, case_sensitive: bool = False) -> Any:
     """An RE2 regex over UTF-8 bytes, `^`/`$` at line ends; a bad pattern is a usage error."""
     import re2
 
+    if not pattern:  # would match every line of every note: never what was meant
+        raise BrainError("empty pattern; give a regular expression to look for (`.` matches any character)",
+                         usage=True)
     if len(pattern) > MAX_PATTERN_CHARS:
         raise BrainError(
             f"pattern is {len(pattern):,} characters, over the {MAX_PATTERN_CHARS:,}-character limit; "

@@ -95,8 +95,9 @@ OPERATIONS: tuple[Operation, ...] = (
                   "(default: the search.vector_weight setting).", minimum=0.0, maximum=1.0, metavar="W"),
             Param("path_prefix", "str", "Only notes under this folder, relative to the notes folder, e.g. 'diary/'.",
                   metavar="FOLDER"),
-            Param("where", "list", "Frontmatter filters, each key=value or key!=value, e.g. status!=archived "
-                  "(repeat the flag for several).", default=(), metavar="KEY=VALUE"),
+            # Said for every door: the CLI adds how its flag repeats (cli._click_param).
+            Param("where", "list", "Frontmatter filters, each key=value or key!=value, e.g. status!=archived; "
+                  "a note must match every one.", default=(), metavar="KEY=VALUE"),
             Param("chunks", "bool", "One result per chunk instead of one per file.", default=False),
             Param("literal", "bool", "Words only: do not read the query's kind of note, frontmatter values, status "
                   "or time words (\"progetti Laravel del 2024\") as things the notes must have.", default=False),
@@ -114,7 +115,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         mcp_tool="memory_search",
         http=("POST", "/search"),
-        cli_flags=("--json", "--format"),
+        cli_flags=("--json", "--format", "--color"),
     ),
     Operation(
         name="grep",
@@ -286,8 +287,8 @@ def pydantic_field(param: Param, *, from_query: bool = False) -> tuple[Any, Any]
             constraints["ge"] = param.minimum
         if param.maximum is not None:
             constraints["le"] = param.maximum
-    elif param.kind == "str" and param.required:
-        constraints["min_length"] = 1  # longer than `maximum` is refused by the core, with the limit in words
+    # No min_length on a required text: the core refuses an empty one with the line every door shows
+    # ("empty query; …"), not the validator's "String should have at least 1 character"; too long, likewise.
     if param.required:
         return Annotated[kind, Field(**constraints)], ...
     if param.kind == "list":

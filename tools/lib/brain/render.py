@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .chunking import chunking_words
 from .errors import shown
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
@@ -69,11 +70,16 @@ def _score_line(hit: Any) -> str:
     return f"Score: {hit.score:.3f}" + (f" ({', '.join(parts)})" if parts else "") + has
 
 
+_POOL_WORDS = {"std": "deviation", "min": "lowest", "max": "highest"}
+
+
 def _explain_lines(hit: Any) -> list[str]:
     e = hit.explain or {}
     vec, kw = e.get("vector", {}), e.get("keyword", {})
     fmt = lambda v: "—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
-    pool = lambda d: ", ".join(f"{k} {fmt(v)}" for k, v in d.items())  # noqa: E731
+    # The candidates' statistics the scores were normalised by, in words (std is "deviation").
+    pool = lambda d: "over the candidates: " + ", ".join(  # noqa: E731
+        f"{_POOL_WORDS.get(k, k)} {fmt(v)}" for k, v in d.items())
     fusion = f"fusion {e['fusion']}: " if e.get("fusion") else ""
     w = e.get("weights", {})
     if "vector_asked" in w:
@@ -81,21 +87,22 @@ def _explain_lines(hit: Any) -> list[str]:
         vs, ks = w.get("spreads", [None, None])
         # What moved the weight for this query: the share of its words the notes have at all
         # (coverage) and the share in the best keyword note's title or frontmatter (field share).
-        why = "".join(f", {label} {fmt(w[key])}" for key, label in (("keyword_coverage", "keyword coverage"),
-                                                                       ("field_share", "field share")) if key in w)
-        weights = (f"vector {fmt(w['vector'])} (spreads: vector {fmt(vs)}, keyword {fmt(ks)}{why}{scaled}), "
-                   f"keyword {fmt(w['keyword'])}")
+        why = "".join(f"; {label} {fmt(w[key])}" for key, label in (
+            ("keyword_coverage", "share of the query's words the notes have"),
+            ("field_share", "share in the best keyword note's title or frontmatter")) if key in w)
+        weights = (f"vector {fmt(w['vector'])}, keyword {fmt(w['keyword'])} (how far each half's best stands "
+                   f"out: vector {fmt(vs)}, keyword {fmt(ks)}{why}{scaled})")
     else:
         weights = ", ".join(f"{k} {fmt(v)}" for k, v in w.items())
     lines = [f"   how: {fusion}{e.get('formula')}; weights {weights}; {e.get('candidates')} candidate chunks"]
     if vec.get("normalised") is not None:
-        extra = f" [pool {pool(vec['pool'])}]" if vec.get("pool") else ""
+        extra = f" [{pool(vec['pool'])}]" if vec.get("pool") else ""
         lines.append(
             f"        vector  cosine {fmt(vec.get('cosine'))} → {fmt(vec.get('normalised'))} "
             f"(rank {fmt(vec.get('rank'))}){extra}"
         )
     if kw.get("normalised") is not None:
-        extra = f" [pool {pool(kw['pool'])}]" if kw.get("pool") else ""
+        extra = f" [{pool(kw['pool'])}]" if kw.get("pool") else ""
         lines.append(
             f"        keyword bm25 {fmt(kw.get('bm25'))} → {fmt(kw.get('normalised'))} "
             f"(rank {fmt(kw.get('rank'))}){extra}"
@@ -258,7 +265,7 @@ def stats_text(data: dict[str, Any]) -> str:
         ),
         f"cache      {data['cache_entries']} vectors, hit rate {'—' if rate is None else f'{rate:.0%}'}",
         f"model      {data['model']} ({data['dimension']} dims, {data['precision']})",
-        f"chunking   {data['chunking']}",
+        f"chunking   {chunking_words(data['chunking'])}",
         f"keywords   FTS5 '{data['fts_tokenizer']}', stemmer {data['stemmer']}",
         f"last scan  {data['last_scan']}",
         "most chunks:",
@@ -399,9 +406,14 @@ def status_text(report: Any) -> str:
     else:
         lines.append("rebuilt     never")
     model = report.model or "none"
-    lines.append(f"model       {model} ({report.dimension or '?'} dims), chunking {report.chunking or '?'}, "
-                 f"schema {report.schema_version if report.schema_version is not None else '?'} "
-                 f"(reads {report.schema_supported})")
+    dims = f" ({report.dimension} dims)" if report.dimension else ""
+    lines.append(f"model       {model}{dims}; {chunking_words(report.chunking)}")
+    if report.schema_version is not None and report.schema_version != report.schema_supported:
+        # Only a difference is worth a line: equal format numbers say nothing to a person.
+        fix = ("upgrade brain-search to read it" if report.schema_version > report.schema_supported
+               else "the next `brain index` brings it up to date")
+        lines.append(f"format      the index is format {report.schema_version}, this brain writes format "
+                     f"{report.schema_supported}: {fix}")
     if report.model_mismatch:
         lines.append(f"            {report.model_mismatch}; run `brain index` to re-embed")
     if report.keyword_mismatch:

@@ -220,9 +220,11 @@ class ServedCorpus:
         return self.run("search", {**operation("search").defaults, **params, "query": query})
 
     def describe(self) -> dict[str, Any]:
-        """Name, folder and database of this corpus (no index access)."""
-        settings = self.brain.settings
-        return {"name": self.name, "root": str(settings.root), "database": str(settings.database_path)}
+        """What a client may know of this corpus: its name (no index access).
+
+        Never its folder or database: servers do not tell clients where the notes are on this machine.
+        """
+        return {"name": self.name}
 
 
 class Corpora:
