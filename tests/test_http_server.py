@@ -245,3 +245,16 @@ def test_serve_with_corpus_inside_a_notes_folder_also_serves_that_folder(indexed
             with httpx.Client(base_url=running.url, timeout=60) as http:
                 assert [c["name"] for c in http.get("/corpora").json()["corpora"]] == expected
             assert ("default=" in running.log()) == ("default" in expected), running.log()
+
+
+def test_each_error_kind_carries_its_exit_code_and_status():
+    """The doors read the code and status off the error, so a new kind needs no table in each door."""
+    import errno
+
+    from brain.errors import BrainError, NoteNotFound, PathRefused, Unavailable, user_error
+
+    full = user_error(OSError(errno.ENOSPC, "No space left on device"))
+    assert full is not None
+    kinds = [(BrainError("x", usage=True), 2, 400), (BrainError("x"), 1, 409), (PathRefused("x"), 2, 403),
+             (NoteNotFound("x"), 2, 404), (Unavailable("x"), 1, 503), (full, 1, 503)]
+    assert [(e.exit_code, e.http_status) for e, _, _ in kinds] == [(c, s) for _, c, s in kinds]

@@ -768,7 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .errors import shown
 
         sys.stderr.write(f"brain: {shown(str(exc))}\n")  # one line, whatever names the message quotes
-        return EXIT_USAGE if exc.usage else EXIT_FAILURE
+        return exc.exit_code
     except (OSError, sqlite3.Error, UnicodeError) as exc:
         # A full disk, a read-only index, a name too long: one line, not a traceback.
         known = user_error(exc)
@@ -777,7 +777,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if known is None:
             raise
         sys.stderr.write(f"brain: {known}\n")
-        return EXIT_USAGE if known.usage else EXIT_FAILURE
+        return known.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
 

@@ -1,4 +1,9 @@
-"""The one exception type a user can cause; front doors print its message as one line."""
+"""The one exception type a user can cause; front doors print its message as one line.
+
+Each kind carries its own exit code and HTTP status, so the CLI, HTTP and MCP
+map an error the same way without a table of their own (MCP has one form: a
+tool error carrying the message).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,16 @@ class BrainError(Exception):
         self.usage = usage  # True: a bad flag or argument (exit code 2)
         self.field = field  # the input it is about (`offset`, `excerpt_chars`…), named in HTTP's error body
 
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code: 2 for a bad flag or argument, 1 for anything else a user must fix."""
+        return 2 if self.usage else 1
+
+    @property
+    def http_status(self) -> int:
+        """HTTP's status: 400 for bad input, 409 for a state of the index or config that refuses the request."""
+        return 400 if self.usage else 409
+
 
 class PathRefused(BrainError):
     """A path a caller gave that would leave the notes folder (or names something not a note).
@@ -26,12 +41,33 @@ class PathRefused(BrainError):
     def __init__(self, message: str, *, field: str = "path") -> None:
         super().__init__(message, usage=True, field=field)
 
+    http_status = 403
+
+
+class NoteNotFound(BrainError):
+    """A path inside the notes folder that is not a note on disk (or a corpus name that is not served)."""
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message, usage=True, field=field)
+
+    http_status = 404
+
 
 class Unavailable(BrainError):
     """A service the index lives on is not answering now (a PostgreSQL server down or restarting).
 
     HTTP answers 503, MCP an error result, the CLI exit 1; a server retries on a new connection next time.
     """
+
+    http_status = 503
+
+
+class MachineError(BrainError):
+    """The machine refused (a full disk, a read-only index, a name too long): the request was fine, so HTTP says 503."""
+
+    @property
+    def http_status(self) -> int:
+        return 400 if self.usage else 503
 
 
 class Interrupted(KeyboardInterrupt):
@@ -71,13 +107,13 @@ def user_error(exc: BaseException) -> BrainError | None:
     if isinstance(exc, sqlite3.Error):
         text = str(exc).lower()
         if "full" in text:
-            return BrainError("the disk holding the index is full; free some space and run it again")
+            return MachineError("the disk holding the index is full; free some space and run it again")
         if "readonly" in text or "read-only" in text:
-            return BrainError(
+            return MachineError(
                 "the index is read-only (its file, folder or disk cannot be written); make it writable, or only search"
             )
         if "disk i/o error" in text:
-            return BrainError(
+            return MachineError(
                 "cannot write the index (disk I/O error); check that its disk is not full, read-only or failing"
             )
         return None
@@ -92,9 +128,9 @@ def user_error(exc: BaseException) -> BrainError | None:
             errno.EACCES: "permission denied{where}; make it readable and writable for this user",
             errno.EPERM: "operation not permitted{where}; make it writable for this user",
         }.get(exc.errno or 0)
-        return BrainError(reason.format(where=where)) if reason else None
+        return MachineError(reason.format(where=where)) if reason else None
     if isinstance(exc, UnicodeError):
-        return BrainError("text that is not valid Unicode (a lone surrogate?); send UTF-8 text", usage=True)
+        return MachineError("text that is not valid Unicode (a lone surrogate?); send UTF-8 text", usage=True)
     return None
 
 

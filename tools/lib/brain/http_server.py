@@ -37,9 +37,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
-from .errors import BrainError, PathRefused, Unavailable, user_error, without_folder
+from .errors import BrainError, user_error, without_folder
 from .operations import OPERATIONS, Operation, one_line_error, request_model
-from .served import Corpora, NoteNotFound, ServedCorpus, is_loopback
+from .served import Corpora, ServedCorpus, is_loopback
 
 TOKEN_ENV = "BRAIN_HTTP_TOKEN"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -185,16 +185,6 @@ class SecurityGate:
         return None
 
 
-def _status_of(exc: BrainError) -> int:
-    if isinstance(exc, NoteNotFound):
-        return 404
-    if isinstance(exc, Unavailable):
-        return 503
-    if isinstance(exc, PathRefused):
-        return 403
-    return 400 if exc.usage else 409
-
-
 def build_app(
     corpora: Corpora,
     *,
@@ -223,7 +213,7 @@ def build_app(
 
     @app.exception_handler(BrainError)
     async def _brain_error(request: Request, exc: BrainError) -> JSONResponse:
-        status = _status_of(exc)
+        status = exc.http_status
         field = getattr(exc, "field", None) or (request.scope.get("brain_field") if exc.usage else None)
         message = without_folder(str(exc), folder_of(request))
         return JSONResponse({"error": message, "field": field, "status": status}, status_code=status)
@@ -236,7 +226,7 @@ def build_app(
         if known is None:
             return JSONResponse({"error": f"internal error in brain ({type(exc).__name__}); see the server's log",
                                  "field": None, "status": 500}, status_code=500)
-        status = 400 if known.usage else 503
+        status = known.http_status
         field = request.scope.get("brain_field") if known.usage else None
         message = without_folder(str(known), folder_of(request))
         return JSONResponse({"error": message, "field": field, "status": status}, status_code=status)

@@ -20,18 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import BrainError, PathRefused, Unavailable, user_error
+from .errors import BrainError, NoteNotFound, PathRefused, Unavailable, user_error
 
 CORPUS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 DEFAULT_CORPUS = "default"
-
-
-class NoteNotFound(BrainError):
-    """A path inside the notes folder that is not a note on disk (or a corpus name that is not served)."""
-
-    def __init__(self, message: str, *, field: str = "path") -> None:
-        super().__init__(message, usage=True)
-        self.field = field
 
 
 def _log(message: str) -> None:
