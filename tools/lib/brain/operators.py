@@ -152,14 +152,20 @@ class Term:
     def shown(self) -> str:
         return f'"{self.text}"' if self.phrase else self.text
 
-    def found_in(self, tokens: Sequence[str], stems: set[str], forms: Callable[[str], Iterable[str]]) -> bool:
-        """In a note of these folded `tokens` (and their index `forms`)? A phrase: its exact words in a row
-        (case and accents aside); a word: any of its forms, as the keyword index matches it."""
+    def found_in(self, tokens: Sequence[str], present: set[str], forms: Callable[[str], Iterable[str]]) -> bool:
+        """In a note of these folded `tokens` (`present`: the same, as a set)? A phrase: its exact words in a
+        row (case and accents aside); a word: a token with one of its `forms`, as the keyword index matches it."""
         words = [fold(t) for t in WORD.findall(self.text)]
         if not words:
             return False
         if not self.phrase and len(words) == 1:
-            return words[0] in stems or any(form in stems for form in forms(words[0]))
+            word = words[0]
+            if word in present:
+                return True
+            wanted = set(forms(word))
+            # A stem keeps the word's first letters: only tokens that share them are stemmed (a long note
+            # has tens of thousands of distinct words).
+            return any(t[:2] == word[:2] and wanted & set(forms(t)) for t in present)
         size = len(words)
         first = words[0]
         return any(tokens[i : i + size] == words for i, t in enumerate(tokens) if t == first)
@@ -194,15 +200,9 @@ class Operators:
         """
         tokens = [fold(t) for t in WORD.findall(text)]
         present = set(tokens)
-        stems = present | {form for t in present for form in forms(t)} if self.excluded_words else present
-        if any(term.found_in(tokens, stems, forms) for term in self.excluded):
+        if any(term.found_in(tokens, present, forms) for term in self.excluded):
             return False
-        return all(any(term.found_in(tokens, stems, forms) for term in group) for group in self.required)
-
-    @property
-    def excluded_words(self) -> bool:
-        """True when a word (not a phrase) is excluded or required: only words are matched by their forms."""
-        return any(not t.phrase for t in self.excluded) or any(not t.phrase for g in self.required for t in g)
+        return all(any(term.found_in(tokens, present, forms) for term in group) for group in self.required)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
