@@ -65,6 +65,11 @@ def test_a_key_the_index_lacks_stays_text() -> None:
     assert ops.text == "colour:red" and [f.shown for f in ops.filters] == ["status=active"]
 
 
+def test_a_colon_with_nothing_after_it_is_prose() -> None:
+    ops = parse("Status: what is left path: tag:", FIELDS)
+    assert not ops and ops.text == "Status: what is left path: tag:"
+
+
 def test_phrases_exclusions_or_and_filters_are_read() -> None:
     ops = parse('"5 minuti" pasta -draft -"in corso" a OR b path:projects/ -path:old/ tag:#work '
                 'Status:"in corso" priority>=2 -date<2024', FIELDS)
@@ -85,7 +90,7 @@ def test_or_that_joins_nothing_is_a_word() -> None:
     ('"5 minuti pasta', "closing quote"),
     ("pasta status>", "no value"),
     ("priority>high", "compares numbers or dates"),
-    ("path:", "no folder"),
+    ('path:""', "no folder"),
     ("tag:#", "no tag"),
     ("path>x", "path takes a folder"),
 ])

@@ -274,7 +274,8 @@ def parse(query: str, fields: Collection[str]) -> Operators:
         word = query[start + negated : i]
         found = _FIELD.fullmatch(word)
         key = found.group(1).lower() if found else ""
-        if found and (key in ("path", "tag") or key in known):
+        # "Note: bene" is prose: a colon with nothing after it is never a filter, whatever the key.
+        if found and (key in ("path", "tag") or key in known) and (found.group(3) or found.group(2) != ":"):
             op, value = found.group(2), found.group(3)
             if value[:1] in _OPENING:  # key:"a value with spaces"
                 quote_at = start + negated + len(found.group(1)) + len(op)
