@@ -671,9 +671,12 @@ class Searcher:
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
-        Unless `literal`, the kinds, frontmatter values, statuses and times the
-        query names (understanding.py) rank the notes that satisfy more of them
-        first; the rest of the query orders the notes within.
+        Unless `literal`, the query's operators (operators.py: "phrases", -words,
+        OR, path:, tag:, key:value, key>value) are read first: filters join
+        `path_prefix` and `where`, and a note must hold the phrases and none of
+        the excluded words; then the kinds, frontmatter values, statuses and
+        times the rest names (understanding.py) rank the notes that satisfy more
+        of them first; the rest of the query orders the notes within.
 
         `fusion` (hybrid mode) is one of FUSION_METHODS; `vector_weight` is the
         share of the semantic half in it. Both default to the settings.
