@@ -201,6 +201,16 @@ def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_
     assert report.results[0].per_query["p1"]["mrr@10"] == 0.0
 
 
+def test_a_judged_query_with_an_unclosed_quote_is_searched_as_typed(example_notes: Path, tmp_path: Path) -> None:
+    # Operators are for people typing them: a collection's stray quote is a character, not a refused query.
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "u1", "query": 'nginx "SSL certificate',
+                                   "relevant": ["diary/2025-01-20.md"]}) + "\n", encoding="utf-8")
+    collection = evaluation.load_notes(example_notes, queries, workdir=tmp_path / "w")
+    report = evaluation.evaluate(collection, modes="bm25", per_query=True)
+    assert report.results[0].per_query["u1"]["mrr@10"] > 0.0
+
+
 def test_a_file_that_fails_to_index_counts_as_not_found(tmp_path: Path) -> None:
     """brain index goes on past a broken file; so does eval, saying so, and the file is simply not found."""
     notes = tmp_path / "notes"

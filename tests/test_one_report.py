@@ -15,6 +15,9 @@ from live_servers import copy_notes, http_server, mcp_session
 QUERY = "certificato SSL nginx"
 FRONTMATTER_NOTE = "database/projects/gengle/index.md"  # opens with YAML frontmatter, blanked in its text
 NONSENSE = "zzkx vrrp flonk"  # no word of it in any note: the response says the results are weak
+# Operators are read in the core: phrases, OR, a filter in the query, and a malformed one, the same on every door.
+OPERATORS = '"certificate renewal" OR "certificate expiry" nginx status!=archived'
+BAD_OPERATOR = "nginx status>"
 
 
 def without_timing(data: dict[str, Any]) -> dict[str, Any]:
@@ -48,6 +51,10 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     cli_error = run_cli("--root", str(notes), "search", "   ").stderr.strip()
     cli_weak = cli("search", NONSENSE, "-k", "2", "--json")
     cli_note = cli("get", FRONTMATTER_NOTE, "--offset", "0", "--length", "300", "--json")
+    cli_ops = cli("search", OPERATORS, "-k", "3", "--mode", "bm25", "--json")
+    bad_ops = run_cli("--root", str(notes), "search", BAD_OPERATOR)
+    assert bad_ops.returncode == 2 and bad_ops.stdout == ""
+    cli_bad_ops = bad_ops.stderr.strip()
 
     async def through_mcp() -> list[Any]:
         async with mcp_session("--root", str(notes)) as session:
@@ -67,11 +74,16 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
             results.append(weak.structured_content)
             note = await session.call_tool("memory_get_file", {"path": FRONTMATTER_NOTE, "length": 300})
             results.append(note.structured_content)
+            ops = await session.call_tool("memory_search", {"query": OPERATORS, "limit": 3, "mode": "bm25"})
+            results.append(ops.structured_content)
+            bad_ops = await session.call_tool("memory_search", {"query": BAD_OPERATOR})
+            assert bad_ops.is_error
             bad = await session.call_tool("memory_search", {"query": "   "})
             assert bad.is_error
-            return [*results, bad.content[0].text]
+            return [*results, bad_ops.content[0].text, bad.content[0].text]
 
-    mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_weak, mcp_note, mcp_error = anyio.run(through_mcp)
+    (mcp_scan, mcp_search, mcp_excerpts, mcp_grep, mcp_file, mcp_weak, mcp_note, mcp_ops, mcp_bad_ops,
+     mcp_error) = anyio.run(through_mcp)
 
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
         http_scan = http.post("/index").json()
@@ -82,6 +94,10 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
         http_weak = http.post("/search", json={"query": NONSENSE, "limit": 2}).json()
         http_note = http.get("/file", params={"path": FRONTMATTER_NOTE, "length": 300}).json()
         http_error = http.post("/search", json={"query": "   "}).json()["error"]
+        http_ops = http.post("/search", json={"query": OPERATORS, "limit": 3, "mode": "bm25"}).json()
+        refused = http.post("/search", json={"query": BAD_OPERATOR})
+        assert refused.status_code == 400
+        http_bad_ops = refused.json()["error"]
 
     assert cli_search["results"] and cli_excerpts["results"][0]["content_len"] and cli_grep["matches"]
     assert without_timing(cli_search) == without_timing(mcp_search) == without_timing(http_search)
@@ -93,6 +109,11 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     # The frontmatter's blank lines are skipped, not returned; the range says where the text starts.
     assert cli_note["offset"] == cli_note["blank_skipped"] > 0 and cli_note["text"].startswith("#")
     assert cli_note == mcp_note == http_note
+    assert cli_ops["operators"]["any_of"] == [['"certificate renewal"', '"certificate expiry"']]
+    assert cli_ops["operators"]["filters"] == ["status!=archived"] and cli_ops["results"]
+    assert without_timing(cli_ops) == without_timing(mcp_ops) == without_timing(http_ops)
+    bad_message = cli_bad_ops.removeprefix("brain: ")
+    assert "status>" in bad_message and mcp_bad_ops.endswith(bad_message) and http_bad_ops == bad_message
     assert cli_scan["failed"] == [{"path": "broken.pdf", "reason": cli_scan["failed"][0]["reason"]}]
     assert without_timing(cli_scan) == without_timing(mcp_scan) == without_timing(http_scan)
     message = cli_error.removeprefix("brain: ")

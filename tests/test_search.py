@@ -15,7 +15,7 @@ from brain.search import fts_match
 from conftest import run_cli, write
 
 SAFE_QUERIES = [
-    "C++", "#1234", '"quoted', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
+    "C++", "#1234", '"quoted"', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
     "NEAR(a b)", "col:umn", "^start", "l'indice", "user@example.com", "2024-01-05", "what?", "100%", "a\"b\"c",
     "perché città", "-minus", "+plus", "{brace}", "[bracket]", "back\\slash", "emoji 🚀 here", "ĲSSEL ǅ",
 ]
@@ -31,6 +31,15 @@ def brain(indexed_example: Path) -> Brain:
 def test_any_typed_text_is_a_safe_query(brain: Brain, query: str, mode: str) -> None:
     response = brain.search(query, mode=mode)
     assert response.query == query
+    assert brain.search(query, mode=mode, literal=True).query == query  # no operator read: the words as typed
+
+
+def test_an_unclosed_quote_is_a_usage_error_unless_literal(brain: Brain) -> None:
+    # A quote opens an exact phrase (operators.py): one with no end is a mistake to say, not to guess.
+    with pytest.raises(BrainError) as err:
+        brain.search('"quoted', mode="bm25")
+    assert err.value.usage and "closing quote" in str(err.value)
+    assert brain.search('"quoted', mode="bm25", literal=True).query == '"quoted'
 
 
 @pytest.mark.parametrize("query", ["", "   ", "?!", "--- ...", "*", "()"])

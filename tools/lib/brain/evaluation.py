@@ -35,7 +35,7 @@ from .config import FUSION_METHODS, Settings, load_settings, with_overrides
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer
-from .search import Searcher
+from .search import Searcher, SearchResponse
 from .store import index_exists, index_name, open_store
 
 # ranx metric name → column title. R@100 needs 100 results per query.
@@ -471,18 +471,29 @@ def evaluate(
             collection.documents = len(searcher.store.all_files())
         limit = max(RESULTS_PER_QUERY, 1)
         # One query first, untimed: it loads the vectors and the query encoder.
-        searcher.search(next(iter(collection.queries.values())), mode="hybrid", limit=limit)
+        try:
+            searcher.search(next(iter(collection.queries.values())), mode="hybrid", limit=limit)
+        except BrainError as exc:
+            if not exc.usage:  # refused (no words, a stray quote): the first timed query loads the rest
+                raise
         runs: dict[str, dict[str, dict[str, float]]] = {}
         latencies: dict[str, list[float]] = {}
         for label, mode, fusion in plan:
             run: dict[str, dict[str, float]] = {}
             times: list[float] = []
             for qid, text in collection.queries.items():
+                def searched(literal: bool) -> SearchResponse:
+                    return searcher.search(text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight,
+                                           path_prefix=collection.paths.get(qid), literal=literal)
+
                 try:
-                    response = searcher.search(
-                        text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight,
-                        path_prefix=collection.paths.get(qid),
-                    )
+                    try:
+                        response = searched(literal=False)
+                    except BrainError as exc:
+                        if not (exc.usage and exc.field == "query"):
+                            raise
+                        # A collection's text is no operator syntax: an unclosed quote in it is a character.
+                        response = searched(literal=True)
                 except BrainError as exc:
                     if exc.usage:  # a query with no words: it simply finds nothing
                         run[qid] = {}

@@ -85,7 +85,9 @@ OPERATIONS: tuple[Operation, ...] = (
             "Read the files before relying on a preview: the index points, the files are the truth."
         ),
         params=(
-            Param("query", "str", "What to look for, in any words.", required=True, maximum=MAX_QUERY_CHARS,
+            Param("query", "str", "What to look for, in any words; \"an exact phrase\", -word to leave out, a OR b, "
+                  "path:folder/, tag:name, key:value, key>value (see Operators in docs/commands.md).", required=True,
+                  maximum=MAX_QUERY_CHARS,
                   metavar="QUERY"),
             Param("limit", "int", "How many files to return (default: the search.limit setting, 10).",
                   minimum=1, maximum=MAX_SEARCH_LIMIT, flags=("-k", "--limit"), metavar="N"),
@@ -96,11 +98,13 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("path_prefix", "str", "Only notes under this folder, relative to the notes folder, e.g. 'diary/'.",
                   metavar="FOLDER"),
             # Said for every door: the CLI adds how its flag repeats (cli._click_param).
-            Param("where", "list", "Frontmatter filters, each key=value or key!=value, e.g. status!=archived; "
-                  "a note must match every one.", default=(), metavar="KEY=VALUE"),
+            Param("where", "list", "Frontmatter filters, each key=value, key!=value or key>value, >=, <, <= with a "
+                  "number or date, e.g. status!=archived, year>=2024; a note must match every one.", default=(),
+                  metavar="KEY=VALUE"),
             Param("chunks", "bool", "One result per chunk instead of one per file.", default=False),
-            Param("literal", "bool", "Words only: do not read the query's kind of note, frontmatter values, status "
-                  "or time words (\"progetti Laravel del 2024\") as things the notes must have.", default=False),
+            Param("literal", "bool", "Words only: no operators (quotes, -word, OR, key:value are plain text) and no "
+                  "reading of the query's kind of note, frontmatter values, status or time words "
+                  "(\"progetti Laravel del 2024\") as things the notes must have.", default=False),
             Param("explain", "bool", "Show how each score was made: both halves, the fusion, the fields that matched.",
                   default=False),
             Param("excerpt_chars", "int", "Also give each result the relevant excerpt of its file, about this many "
@@ -111,6 +115,7 @@ OPERATIONS: tuple[Operation, ...] = (
             'brain search "progetti Laravel per la clinica"',
             'brain search "nginx SSL certificate" --mode bm25 -k 5',
             'brain search "decisioni sul database" --path-prefix decisions/ --where status!=archived --json',
+            "brain search '\"5 minuti\" pasta -draft path:ricette/ tag:veloce'",
             "brain search - < question.txt          # the query from stdin",
         ),
         mcp_tool="memory_search",

@@ -67,6 +67,8 @@ def _score_line(hit: Any) -> str:
         parts.append(f"keyword: {hit.keyword_score:.3f}")
     # Ranked first by how much of what was understood its note has, then by score.
     has = "" if getattr(hit, "satisfies", None) is None else f"  Has: {hit.satisfies} understood"
+    if not parts:  # a query of only operators: nothing was scored, the note passed them
+        return "Passes the filters" + has
     return f"Score: {hit.score:.3f}" + (f" ({', '.join(parts)})" if parts else "") + has
 
 
@@ -138,6 +140,9 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
         )
     if response.unmatched_filter:
         note = f"filter matched no note: {response.unmatched_filter}"
+        out.append(f"_{note}_" if markdown else note)
+    if response.operators_line:
+        note = f"operators: {response.operators_line} (--literal: every character as typed)"
         out.append(f"_{note}_" if markdown else note)
     if response.understood_line:
         note = f"understood: {response.understood_line} (--literal: words only)"

@@ -20,8 +20,9 @@ import numpy as np
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
-from . import sources, spelling, understanding
+from . import operators, sources, spelling, understanding
 from .excerpt import fold, relevant_excerpt
+from .operators import Filter, Operators, parse_filter
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS, stated_language
 from .stemming import query_languages as query_languages_for
@@ -108,6 +109,9 @@ class SearchResponse:
     # What the query was understood to name (understanding.py): kinds, values, statuses, times.
     understood: list[dict[str, Any]] = field(default_factory=list)
     understood_line: str = ""
+    # The query's own operators (operators.py): phrases, exclusions, OR, path:, tag:, key:value, key>value.
+    operators: dict[str, Any] = field(default_factory=dict)
+    operators_line: str = ""
     # The --path-prefix / --where filters left no indexed note at all: which part, and what is there instead.
     unmatched_filter: str = ""
     # The query's words as the index stems them (→ the word as typed) and the languages stemmed in: what a
@@ -150,48 +154,11 @@ class SearchResponse:
             data["empty"] = True
         if self.understood:  # only then, like also_searched
             data["understood"] = self.understood
+        if self.operators:  # only then, like understood
+            data["operators"] = self.operators
         if self.unmatched_filter:
             data["unmatched_filter"] = self.unmatched_filter
         return data
-
-
-def _listed(value: Any) -> list[Any]:
-    """A frontmatter value as a list of values: a list as it is, a scalar alone, nothing for None."""
-    return value if isinstance(value, list) else [] if value is None else [value]
-
-
-@dataclass(frozen=True)
-class Filter:
-    """A frontmatter condition: key=value or key!=value (lists match if they contain the value)."""
-
-    key: str
-    value: str
-    negate: bool
-
-    def matches(self, metadata: dict[str, Any]) -> bool:
-        hit = any(str(v).strip().lower() == self.value.lower() for v in _listed(metadata.get(self.key)))
-        return not hit if self.negate else hit
-
-
-def parse_filter(text: str) -> Filter:
-    """`status=active` or `status!=archived` → Filter; anything else is a usage error.
-
-    Other operators (`==`, `>=`, `<=`, `<>`) are refused rather than read as a
-    key or value with a stray character in it, which would silently match nothing.
-    """
-    # Split by hand, not with a regex: `(.*?)\s*` backtracks quadratically over a run of spaces.
-    left, sep, value = text.partition("=")
-    negate = left.endswith("!")
-    key = (left[:-1] if negate else left).strip()
-    value = value.strip()
-    if not sep or not key or not value or value.startswith("=") or any(ch in "=!<>" or ch.isspace() for ch in key):
-        raise BrainError(
-            f"--where {text!r} is not a filter; use key=value or key!=value (e.g. status!=archived), "
-            "no other operators",
-            usage=True,
-            field="where",
-        )
-    return Filter(key, value, negate)
 
 
 # Function words of English and Italian (the languages of the notes this is made for).
@@ -265,6 +232,17 @@ def word_terms(
 # chunks' BM25 is raised by this share; measured in docs/decisions/09-field-weights.md. Done on
 # the candidates in Python: a second FTS5 query over the title column cost as much as the first.
 TITLE_MATCH_WEIGHT = 1.0
+
+
+def _index_forms(profile: IndexProfile) -> Callable[[str], list[str]]:
+    """A word → the forms this index stores it in (each stemmer, then porter): what an excluded word is matched by."""
+    languages, porter = profile.languages, profile.porter
+    return lambda word: spelling.index_forms(word, languages, porter)
+
+
+def phrase_term(phrase: str, stem: Callable[[str], str]) -> str:
+    """A quoted phrase as an FTS5 phrase, each word in the index's stemmed form."""
+    return '"' + " ".join(stem(t) for t in _TOKEN.findall(phrase)) + '"'
 
 
 def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[str]] | None:
@@ -627,6 +605,7 @@ class Searcher:
         self._counts: tuple[int | None, dict[str, int]] = (None, {})
         # (data version, what understanding reads of every file)
         self._facts: tuple[int | None, understanding.IndexFacts | None] = (None, None)
+        self._fields: tuple[int | None, set[str]] = (None, set())
 
     @property
     def store(self) -> Index:
@@ -708,9 +687,12 @@ class Searcher:
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
-        Unless `literal`, the kinds, frontmatter values, statuses and times the
-        query names (understanding.py) rank the notes that satisfy more of them
-        first; the rest of the query orders the notes within.
+        Unless `literal`, the query's operators (operators.py: "phrases", -words,
+        OR, path:, tag:, key:value, key>value) are read first: filters join
+        `path_prefix` and `where`, and a note must hold the phrases and none of
+        the excluded words; then the kinds, frontmatter values, statuses and
+        times the rest names (understanding.py) rank the notes that satisfy more
+        of them first; the rest of the query orders the notes within.
 
         `fusion` (hybrid mode) is one of FUSION_METHODS; `vector_weight` is the
         share of the semantic half in it. Both default to the settings.
@@ -735,10 +717,11 @@ class Searcher:
         if not query or not query.strip():
             raise BrainError("empty query; type some words to search for", usage=True)
         check_query_length(query)
-        if not query_terms(query):  # exactly when fts_match finds nothing to match
+        if not query_terms(query):  # exactly when fts_match finds nothing to match (nor could an operator)
             raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
         path_prefix = sources.path_filter(path_prefix, "path_prefix", self.settings.root)
         filters = [parse_filter(w) for w in (where or [])]
+        ops = Operators(text=query)
         if excerpt_chars is not None and not MIN_EXCERPT_CHARS <= excerpt_chars <= MAX_EXCERPT_CHARS:
             raise BrainError(f"excerpt size must be between {MIN_EXCERPT_CHARS} and {MAX_EXCERPT_CHARS:,} characters, "
                              f"got {excerpt_chars}", usage=True, field="excerpt_chars")
@@ -748,10 +731,32 @@ class Searcher:
         # One snapshot for every read of this query: a rebuild swapped in meanwhile is seen by the next one.
         with store.reading():
             profile = IndexProfile.of(store)
+            if not literal:  # --literal searches every character as typed: `-foo` and `key:value` are words
+                ops = operators.parse(query, self.index_fields())
+            paths = [(path_prefix, False)] if path_prefix else []
+            for typed, out in ops.paths:
+                checked_path = sources.path_filter(typed, "query", self.settings.root)
+                if checked_path:
+                    paths.append((checked_path, out))
+            filters = filters + ops.filters
+            asked = query
+            query = ops.text  # what both halves search: the operators out, a phrase's words in
+            if not query_terms(query):
+                if ops:  # only filters and exclusions: the notes that pass them
+                    listed = self._passing_notes(asked, mode, ops, paths, filters, limit, profile)
+                    if excerpt_chars is not None:
+                        _add_excerpts(TextReader(self.settings, store), listed, excerpt_chars, query)
+                    listed.seconds = time.monotonic() - started
+                    return listed
+                raise BrainError(f"query {asked!r} has no words or numbers to search for; add some", usage=True)
             match = self.keyword_query(query, profile)
+            if ops.phrases:
+                # A phrase's chunks match it besides its words, so they lead the keyword half's pool.
+                match += " OR " + " OR ".join(dict.fromkeys(phrase_term(t.text, stem) for t in ops.phrases
+                                                            for stem in profile.stems))
             corrections = self.corrections(query, profile) if mode != "vector" else []
             also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
-            allowed = self._allowed_files(path_prefix, filters)
+            allowed = self._allowed_files(paths, filters)
             # The pool depends on the settings only (for any limit up to it), so asking
             # for fewer results never changes which file comes first.
             pool = max(self.settings["search.candidates"], limit)
@@ -778,6 +783,8 @@ class Searcher:
             checked: dict[int, tuple[bool, str | None] | None] = {}
             searched_forms = self._searched_forms(query, corrections, profile)
             raw: dict[int, tuple[int, float]] = {}  # hit chunk id → unrounded place, for breaking ties by path
+            admitted: dict[int, bool] = {}  # file id → holds the required phrases and none of the excluded
+            forms = _index_forms(profile)
             for cid, row, file_row in self._rows_in_order(scored, limit):
                 if not chunks and (row.file_id in seen_files or row.file_id in hidden):
                     continue
@@ -790,8 +797,13 @@ class Searcher:
                     if file_row.path not in dropped:
                         dropped.append(file_row.path)
                     continue
-                seen_files.add(row.file_id)
                 stale, current_text = fresh
+                if ops.reads_text:
+                    if row.file_id not in admitted:
+                        admitted[row.file_id] = ops.admits(self._note_text(reader, file_row, fresh), forms)
+                    if not admitted[row.file_id]:
+                        continue
+                seen_files.add(row.file_id)
                 text, start_line, end_line = row.text, row.start_line, row.end_line
                 if stale and current_text is not None:
                     text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
@@ -820,7 +832,7 @@ class Searcher:
             if candidates.use_keyword and hits:
                 self._explain_fields(hits, searched_forms)
             counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
-            response = SearchResponse(query=query, mode=mode, results=hits, dropped=dropped,
+            response = SearchResponse(query=asked, mode=mode, results=hits, dropped=dropped,
                                       also_searched=[w for c in corrections for w in c.shown],
                                       corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
                                       weak=bool(hits) and is_weak(candidates),
@@ -828,11 +840,12 @@ class Searcher:
                                       pending_chunks=counts.get("pending_vectors", 0),
                                       indexed_files=counts.get("files", -1),
                                       understood=understood.to_list(), understood_line=understood.line,
+                                      operators=ops.to_dict(), operators_line=ops.line,
                                       unmatched_filter="" if allowed is None or allowed else
-                                      self._unmatched_filter(path_prefix, filters),
+                                      self._unmatched_filter(paths, filters),
                                       searched_forms=searched_forms, languages=profile.languages)
             if excerpt_chars is not None:
-                _add_excerpts(reader, response, excerpt_chars)
+                _add_excerpts(reader, response, excerpt_chars, query)
             response.seconds = time.monotonic() - started
             return response
 
@@ -1153,33 +1166,90 @@ class Searcher:
                 out[cid] = float(value) if np.isfinite(value) else 0.0
         return out
 
-    def _unmatched_filter(self, path_prefix: str | None, filters: list[Filter]) -> str:
+    def _unmatched_filter(self, paths: list[tuple[str, bool]], filters: list[Filter]) -> str:
         """Which filter left no indexed note, said with what the index holds instead."""
         rows = list(self.store.all_files().values())
-        if path_prefix and not any(sources.under_filter(row.path, path_prefix) for row in rows):
+        for prefix, out in paths:
+            if out or any(sources.under_filter(row.path, prefix) for row in rows):
+                continue
             folders = sorted({row.path.split("/")[0] + "/" for row in rows if "/" in row.path})
-            near = [f for f in folders if f.lower().startswith(path_prefix.lower())]
+            near = [f for f in folders if f.lower().startswith(prefix.lower())]
             hint = f"; did you mean {', '.join(near[:3])}?" if near else (
                 f"; its folders: {', '.join(folders[:8])}" if folders else "")
-            return f"no indexed note is under {path_prefix!r} (a folder or a note, not the start of a name){hint}"
+            return f"no indexed note is under {prefix!r} (a folder or a note, not the start of a name){hint}"
         for one in filters:
             if not any(one.matches(row.metadata) for row in rows):
-                sign = "!=" if one.negate else "="
-                seen = sorted({str(v) for row in rows for v in _listed(row.metadata.get(one.key))})
+                seen = sorted({str(v) for row in rows for v in one.values_of(row.metadata)})
                 hint = f"; its values: {', '.join(seen[:8])}" if seen else f"; no note has the field {one.key!r}"
-                return f"no indexed note has {one.key}{sign}{one.value}{hint}"
-        return "no indexed note matches the path and every --where together"
+                return f"no indexed note has {one.shown}{hint}"
+        return "no indexed note matches the path and every filter together"
 
-    def _allowed_files(self, path_prefix: str | None, filters: list[Filter]) -> set[int] | None:
-        if not path_prefix and not filters:
+    def _allowed_files(self, paths: list[tuple[str, bool]], filters: list[Filter]) -> set[int] | None:
+        """The files every path (checked by sources.path_filter) and filter lets through; None: no filter."""
+        if not paths and not filters:
             return None
-        allowed: set[int] = set()
-        for row in self.store.all_files().values():
-            if path_prefix and not sources.under_filter(row.path, path_prefix):  # checked by sources.path_filter
+        return {row.id for row in self.store.all_files().values()
+                if all(sources.under_filter(row.path, prefix) != out for prefix, out in paths)
+                and all(f.matches(row.metadata) for f in filters)}
+
+    def index_fields(self) -> set[str]:
+        """The frontmatter fields some indexed note has: `key:value` in a query is a filter only for these."""
+        version = self.store.data_version()
+        if self._fields[0] != version:
+            self._fields = (version, {key for row in self.store.all_files().values() for key in row.metadata})
+        return self._fields[1]
+
+    def _note_text(self, reader: TextReader, row: FileRow, fresh: tuple[bool, str | None]) -> str:
+        """The note's text as it is now (its indexed chunks when it cannot be read now)."""
+        if fresh[1] is not None:
+            return fresh[1]
+        try:
+            return reader.read(row).text
+        except TextUnavailable:
+            return "\n".join(chunk.text for chunk in self.store.file_chunks(row.id))
+
+    def _passing_notes(
+        self, asked: str, mode: str, ops: Operators, paths: list[tuple[str, bool]], filters: list[Filter],
+        limit: int, profile: IndexProfile,
+    ) -> SearchResponse:
+        """A query of only operators: the notes that pass them, the most recently changed first (no words to
+        rank by; the newest is what a person listing `tag:meeting` or `status:active` looks at first)."""
+        allowed = self._allowed_files(paths, filters)
+        rows = sorted((row for row in self.store.all_files().values() if allowed is None or row.id in allowed),
+                      key=lambda row: (-row.mtime_ns, row.path))
+        reader = TextReader(self.settings, self.store)
+        forms = _index_forms(profile)
+        hits: list[SearchHit] = []
+        dropped: list[str] = []
+        for row in rows:
+            if len(hits) >= limit:
+                break
+            fresh = self._freshness(reader, row)
+            if fresh is None:
+                dropped.append(row.path)
                 continue
-            if all(f.matches(row.metadata) for f in filters):
-                allowed.add(row.id)
-        return allowed
+            if ops.reads_text and not ops.admits(self._note_text(reader, row, fresh), forms):
+                continue
+            chunks = self.store.file_chunks(row.id)
+            first = chunks[0] if chunks else None
+            text = first.text if first is not None else ""
+            if fresh[0] and fresh[1] is not None:
+                text = fresh[1][:PREVIEW_WINDOW_CHARS]
+            hits.append(SearchHit(
+                path=row.path, score=0.0, vector_score=None, keyword_score=None,
+                start_line=first.start_line if first is not None else 1,
+                end_line=first.end_line if first is not None else 1,
+                preview=_make_preview(text, []) or EMPTY_PREVIEW, stale=fresh[0],
+                heading_path=first.heading_path if first is not None else "",
+                pages=first.pages if first is not None else [], chunk_id=first.id if first is not None else 0,
+            ))
+        counts = self._index_counts(whole=not hits)
+        return SearchResponse(query=asked, mode=mode, results=hits, dropped=dropped,
+                              indexed_files=counts.get("files", -1),
+                              operators={**ops.to_dict(), "order": "newest first"},
+                              operators_line=f"{ops.line} (no words: newest first)",
+                              unmatched_filter="" if allowed is None or allowed else
+                              self._unmatched_filter(paths, filters))
 
     @staticmethod
     def _freshness(reader: TextReader, row: FileRow) -> tuple[bool, str | None] | None:
@@ -1197,7 +1267,7 @@ class Searcher:
         return (False, None) if current is None else (True, current.text)
 
 
-def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> None:
+def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int, query: str) -> None:
     """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
     is now, and its length."""
     response.excerpt_chars = chars
@@ -1210,7 +1280,7 @@ def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int) -> N
             except TextUnavailable:
                 document = None
             done[hit.path] = None if document is None else (
-                relevant_excerpt(document.text, response.query, chars).text,
+                relevant_excerpt(document.text, query, chars).text,
                 len(document.text),
             )
         found = done[hit.path]

@@ -46,7 +46,8 @@ _DETECTION_EXTRA: dict[str, frozenset[str]] = {
 }
 # Words read to guess a file's language: its opening is enough, and bounds the work on huge files.
 DETECT_CHARS = 20_000
-_WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
+WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
+_WORD = WORD
 _MEMO_LIMIT = 200_000  # distinct words remembered; notes repeat their vocabulary
 
 
