@@ -50,6 +50,7 @@ TRUNCATED = "\n[...truncated]"
 # Code points below this are lower-cased and accent-folded by a lookup table;
 # Latin-1 and Latin Extended-A/B cover the accented letters of European languages.
 _LUT_SIZE = 0x250
+# stemming.WORD's pattern (FTS5 unicode61's tokens): excerpt sits below stemming, which loads it lazily.
 _TERM = re.compile(r"[^\W_]+")
 
 

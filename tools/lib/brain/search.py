@@ -25,12 +25,12 @@ from .excerpt import fold, relevant_excerpt
 from .operators import Filter, Operators, parse_filter
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS, stated_language
+from .stemming import WORD as _TOKEN
 from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Index, open_store
 from .texts import FileGone, TextReader, TextUnavailable
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps
 PREVIEW_CHARS = 240
 # A changed file's best-matching lines are looked for in windows of this size: a few
 # previews' worth, so the preview can start at the line that holds a query word.

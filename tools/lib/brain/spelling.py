@@ -17,12 +17,12 @@ only (max_edits): at that length two edits turn any word into many others.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .excerpt import fold
+from .stemming import WORD as _TOKEN
 from .stemming import stemmer as stemmer_for
 
 MIN_WORD_CHARS = 4  # shorter typed words are not corrected (`tea` is two edits from hundreds of words)
@@ -40,7 +40,6 @@ EXPANSION_WEIGHT = 0.5
 ANSWERS_KEPT = 10_000  # nearest() answers a vocabulary remembers
 CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,6 @@ _DETECTION_EXTRA: dict[str, frozenset[str]] = {
 # Words read to guess a file's language: its opening is enough, and bounds the work on huge files.
 DETECT_CHARS = 20_000
 WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
-_WORD = WORD
 _MEMO_LIMIT = 200_000  # distinct words remembered; notes repeat their vocabulary
 
 
@@ -74,7 +73,7 @@ def _function_word_counts(text: str) -> tuple[int, int]:
     it_words = FUNCTION_WORDS["italian"] | _DETECTION_EXTRA["italian"]
     en_words = FUNCTION_WORDS["english"] | _DETECTION_EXTRA["english"]
     italian = english = 0
-    for word in _WORD.findall(text[:DETECT_CHARS].lower()):
+    for word in WORD.findall(text[:DETECT_CHARS].lower()):
         if word in it_words:
             italian += word not in en_words
         elif word in en_words and word not in it_words:
@@ -118,4 +117,4 @@ def stemmer(language: str) -> Callable[[str], str]:
             found = memo[raw] = stem_word(fold(raw))
         return found
 
-    return lambda text: _WORD.sub(word, text)
+    return lambda text: WORD.sub(word, text)

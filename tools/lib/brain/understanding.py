@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .excerpt import fold
+from .stemming import WORD as _WORD
 
-_WORD = re.compile(r"[^\W_]+")
 # The frontmatter fields that hold a note's own words, not a value it shares with others.
 TEXT_FIELDS = frozenset({"title", "description", "summary", "aliases", "alias", "abstract", "excerpt"})
 MAX_VALUE_WORDS = 3  # longer values are sentences, not values a query names

@@ -16,13 +16,13 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 
+from ...stemming import WORD as _TOKEN
 from ..base import FTS_TOKENIZERS
 
 # PostgreSQL has four weight classes (D, C, B, A); the five fields share them by FIELD_WEIGHTS.
 FIELD_CLASSES = {"title": "A", "meta": "A", "heading": "B", "path": "B", "body": "D"}
 MAX_POSITION = 16383  # the largest position a tsvector stores; later words share it
 MAX_LEXEME_BYTES = 2046  # the longest word a tsvector (or tsquery) holds
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer keeps as a token
 _TERM = re.compile(r'"((?:[^"]|"")*)"')  # a quoted FTS5 term (search.fts_match makes only these, OR-joined)
 
 # FTS5's own tokenizers, run in memory: the server's postings must hold exactly the tokens the
