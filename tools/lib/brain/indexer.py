@@ -114,7 +114,13 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
         "chunking": chunking_identity(
             settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
+        # PDFs' text comes from this extractor: a new one rebuilds (vectors of unchanged text from the cache)
+        "pdf_text": sources.PDF_TEXT_IDENTITY,
     }
+
+
+# What an index built before a key was recorded was made with (it has a model, not the key).
+UNRECORDED_IDENTITY = {"pdf_text": "pypdf"}
 
 
 def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] | None = None) -> str | None:
@@ -124,6 +130,8 @@ def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] 
             continue
         # The tokenizer is read from the FTS table itself: an index made before it was recorded is still checked.
         have = store.fts_tokenizer() if key == "fts_tokenizer" else store.get_meta(key)
+        if have is None and key in UNRECORDED_IDENTITY and store.get_meta("model") is not None:
+            have = UNRECORDED_IDENTITY[key]
         if have is not None and have != value:
             return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
     return None

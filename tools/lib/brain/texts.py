@@ -2,7 +2,7 @@
 
 Files are the truth and the index only points at them, so grep, get, ask and
 search excerpts read every file again. Markdown and text are cheap to read;
-PDFs are not (pypdf needs tens of milliseconds per page), so the text of a
+PDFs are not (a few milliseconds per page, a second or more for a book), so the text of a
 PDF is kept in the index by the sha-256 of its bytes and used while the file
 on disk still has those bytes. A changed PDF is extracted again.
 """
