@@ -119,10 +119,6 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
     }
 
 
-# What an index built before a key was recorded was made with (it has a model, not the key).
-UNRECORDED_IDENTITY = {"pdf_text": "pypdf"}
-
-
 def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] | None = None) -> str | None:
     """A sentence saying how the index differs from the settings (in `keys` only, when given), or None."""
     for key, value in wanted.items():
@@ -130,8 +126,6 @@ def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] 
             continue
         # The tokenizer is read from the FTS table itself: an index made before it was recorded is still checked.
         have = store.fts_tokenizer() if key == "fts_tokenizer" else store.get_meta(key)
-        if have is None and key in UNRECORDED_IDENTITY and store.get_meta("model") is not None:
-            have = UNRECORDED_IDENTITY[key]
         if have is not None and have != value:
             return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
     return None
@@ -524,6 +518,7 @@ class Indexer:
             metadata=pending.extracted.metadata,
             warning="; ".join(pending.extracted.warnings) or None,
             page_starts=pending.extracted.page_starts,
+            page_labels=pending.extracted.page_labels,
             chunks=new_chunks,
             title=pending.extracted.title,
             meta_text=meta_text,
@@ -534,7 +529,9 @@ class Indexer:
         )
         if pending.source.path.name.lower().endswith(".pdf"):
             # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
-            store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
+            store.save_extracted_text(
+                pending.hash, pending.extracted.text, pending.extracted.page_starts, pending.extracted.page_labels
+            )
         report.chunks_written += len(new_chunks)
         (report.updated if known else report.added).append(pending.source.rel)
 

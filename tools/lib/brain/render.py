@@ -11,7 +11,7 @@ from .errors import shown
 from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import WEAK_COSINE, SearchResponse
-from .texts import page_ranges
+from .texts import labelled_pages, page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
@@ -136,7 +136,7 @@ def search(response: SearchResponse, fmt: str) -> str:
                 "(`brain index` is making them)")
         out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
-        pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
+        pages = f"  Pages: {labelled_pages(hit.pages, hit.page_labels)}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
             out.append(

@@ -1087,3 +1087,11 @@ def pages_for_lines(page_starts: list[int], start_line: int, end_line: int) -> l
         if first <= end_line and last >= start_line:
             pages.append(index + 1)
     return pages
+
+
+def page_labels_of(labels: list[str], pages: list[int]) -> list[str]:
+    """The printed label of each 1-based page of `pages` (its number where the PDF gives it none);
+    empty for a file without labels."""
+    if not labels:
+        return []
+    return [labels[page - 1] or str(page) if 0 < page <= len(labels) else str(page) for page in pages]
