@@ -6,6 +6,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli, write
@@ -176,3 +177,65 @@ def test_a_schema_5_index_opened_read_only_answers_without_labels(tmp_path: Path
         assert kept is not None and kept.page_labels == [] and kept.page_starts
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------- brain get --page
+
+
+def test_get_page_reads_one_physical_page_through_the_cli(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "4")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Chapter two\nthe pelican counts the boats")
+    assert "walrus" not in result.stdout and "Preface" not in result.stdout
+    assert "page 4 (printed 2) of 4" in result.stderr
+
+
+def test_get_page_takes_a_printed_label_and_json_says_both(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "ii", "--json")
+    assert result.returncode == 0, result.stderr
+    part = json.loads(result.stdout)
+    assert (part["pages"], part["page_labels"], part["page_count"]) == ([2], ["ii"], 4)
+    assert part["text"].startswith("Contents\nchapters listed here")
+    whole = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--json").stdout)["text"]
+    assert whole.encode()[part["offset"]:part["end"]].decode() == part["text"]  # the same bytes as --offset reads
+    numeric = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "2", "--json").stdout)
+    assert numeric["pages"] == [2]  # a number is the physical page, never the page labelled "2"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["book.pdf", "--page", "9"], "book.pdf: page 9 is out of range; it has pages 1-4"),
+    (["book.pdf", "--page", "xlv"], "book.pdf: no page labelled 'xlv' (its labels run from i to 2)"),
+    (["note.md", "--page", "1"], "note.md: not a PDF, it has no pages; read it without --page"),
+    (["missing.pdf", "--page", "1"], "missing.pdf: not in the index"),
+    (["book.pdf", "--page", "1", "--offset", "5"], "give --page or --offset/--length, not both"),
+])
+def test_get_page_errors_are_one_line_with_the_fix(book_notes: Path, args: list[str], expected: str) -> None:
+    result = run_cli("--root", str(book_notes), "get", *args)
+    assert result.returncode != 0 and not result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+
+
+def test_get_page_through_mcp_and_http_is_the_cli_s_page(book_notes: Path) -> None:
+    import anyio
+    import httpx
+    from live_servers import http_server, mcp_session
+
+    cli_page = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "i",
+                                  "--json").stdout)
+
+    async def through_mcp() -> tuple[Any, str]:
+        async with mcp_session("--root", str(book_notes)) as session:
+            page = await session.call_tool("memory_get_file", {"path": "book.pdf", "page": "i"})
+            assert not page.is_error, page.content
+            bad = await session.call_tool("memory_get_file", {"path": "book.pdf", "page": "9"})
+            assert bad.is_error
+            return page.structured_content, bad.content[0].text
+
+    mcp_page, mcp_error = anyio.run(through_mcp)
+    with http_server("--root", str(book_notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        http_page = http.get("/file", params={"path": "book.pdf", "page": "i"}).json()
+        bad = http.get("/file", params={"path": "book.pdf", "page": "9"})
+    assert cli_page == mcp_page == http_page and cli_page["page_labels"] == ["i"]
+    assert "page 9 is out of range" in mcp_error
+    assert bad.status_code == 400 and "page 9 is out of range" in bad.json()["error"]

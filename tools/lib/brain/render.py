@@ -200,7 +200,8 @@ def range_header(part: TextRange) -> str:
     """One line saying which bytes, lines and pages of which file are shown."""
     where = f"lines {part.start_line}-{part.end_line}"
     if part.page_count:
-        where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
+        where += (f", page{'s' if len(part.pages) != 1 else ''} {labelled_pages(part.pages, part.page_labels)}"
+                  f" of {part.page_count}")
     stale = " [changed on disk since indexed]" if part.stale else ""
     if part.blank_skipped:
         where += f"; {part.blank_skipped} bytes of blank lines before it skipped"
