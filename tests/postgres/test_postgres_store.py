@@ -365,3 +365,32 @@ def test_two_machines_rebuilding_one_corpus_take_turns(tmp_path: Path, store_url
     assert schemas(store_url).count(schema_name(corpus or "")) == 1
     assert not [s for s in schemas(store_url) if s.endswith("__rebuild")]
     assert all(n == 1 for _, _, n in chunk_rows(store_url)) and len({p for p, _, _ in chunk_rows(store_url)}) == 3
+
+
+def test_a_schema_7_corpus_reads_without_labels_and_its_next_index_fills_them(tmp_path: Path, store_url: str) -> None:
+    """Schema 8 keeps PDFs' page labels: a schema-7 corpus opened read-only reads none; a writer adds the
+    columns, and its next index re-extracts the PDFs with their labels."""
+    from test_pdf_pages import BOOK_LABELS, labelled_book
+
+    root = tmp_path / "notes"
+    write(root, {"book.pdf": labelled_book()})
+    brain = Brain(root)
+    brain.index()
+    brain.close()
+    store = PostgresStore(store_url, "ignored")
+    q = f'"{store.schema}"'
+    for statement in (f"ALTER TABLE {q}.files DROP COLUMN page_labels",
+                      f"ALTER TABLE {q}.extracted_text DROP COLUMN page_labels",
+                      f"UPDATE {q}.state SET schema_version = 7"):
+        store.conn.execute(statement)
+    store.close()
+    reader = PostgresStore(store_url, "ignored", readonly=True)
+    row = reader.get_file("book.pdf")
+    assert reader.schema_version() == 7 and row is not None and row.page_labels == []
+    kept = reader.extracted_text(row.hash)
+    assert kept is not None and kept.page_labels == []
+    reader.close()
+    brain = Brain(root)
+    assert brain.index().rebuilt
+    assert brain.search("pelican", mode="bm25").results[0].page_labels == BOOK_LABELS
+    brain.close()

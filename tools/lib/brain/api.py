@@ -155,11 +155,13 @@ class Brain:
             return grep(TextReader(self.settings, store), pattern, file=path, context=context, limit=limit,
                         case_sensitive=case_sensitive)
 
-    def get_file(self, path: str, *, offset: int = 0, length: int | None = None) -> TextRange:
+    def get_file(
+        self, path: str, *, offset: int = 0, length: int | None = None, page: str | None = None
+    ) -> TextRange:
         """Bytes offset..offset+length of an indexed file's extracted text (length None: to the end, at most
-        operations.MAX_READ_BYTES)."""
+        operations.MAX_READ_BYTES), or one page of a PDF: its physical number, or the label printed on it."""
         with _open(self.settings, create=False) as store:
-            return read_range(TextReader(self.settings, store), path, offset=offset, length=length)
+            return read_range(TextReader(self.settings, store), path, offset=offset, length=length, page=page)
 
     def ask(
         self,

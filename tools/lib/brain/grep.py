@@ -20,6 +20,7 @@ from .limits import DEFAULT_GREP_LIMIT as DEFAULT_LIMIT
 from .limits import MAX_GREP_CONTEXT as MAX_CONTEXT
 from .limits import MAX_GREP_LIMIT as MAX_LIMIT
 from .limits import MAX_PATTERN_CHARS, MAX_READ_BYTES
+from .sources import page_labels_of
 from .texts import FileText, TextReader, TextUnavailable
 
 LINE_CHARS = 500  # a longer line is shown as the part around the match
@@ -79,8 +80,9 @@ class TextRange:
     text: str
     start_line: int
     end_line: int
-    pages: list[int] = field(default_factory=list)  # PDFs: pages the range covers
+    pages: list[int] = field(default_factory=list)  # PDFs: physical pages the range covers (1-based)
     page_count: int | None = None  # PDFs: pages in the file
+    page_labels: list[str] = field(default_factory=list)  # PDFs with labels: the label printed on each of `pages`
     stale: bool = False
     # Bytes of blank lines skipped between the offset asked for and `offset` (a note's frontmatter).
     blank_skipped: int = 0
@@ -253,9 +255,16 @@ def grep(
     return GrepResponse(pattern, case_sensitive, matches, searched, truncated, skipped, time.monotonic() - started)
 
 
-def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | None = None) -> TextRange:
+def read_range(
+    reader: TextReader, path: str, *, offset: int = 0, length: int | None = None, page: str | None = None
+) -> TextRange:
     """Bytes offset..offset+length of one indexed file's extracted text (length None: to the end, at most
-    MAX_READ_BYTES)."""
+    MAX_READ_BYTES), or with `page` one page of a PDF (read_page)."""
+    if page is not None:
+        if offset or length is not None:
+            raise BrainError("give --page or --offset/--length, not both; a page is read whole",
+                             usage=True, field="page")
+        return read_page(reader, path, page)
     if offset < 0:
         raise BrainError(f"offset must be 0 or more, got {offset}", usage=True, field="offset")
     if length is not None and not 1 <= length <= MAX_READ_BYTES:
@@ -302,6 +311,61 @@ def read_range(reader: TextReader, path: str, *, offset: int = 0, length: int | 
         end_line=end_line,
         pages=document.pages_for_lines(start_line, end_line),
         page_count=len(document.page_starts) or None,
+        page_labels=page_labels_of(document.page_labels, document.pages_for_lines(start_line, end_line)),
         stale=document.stale,
         blank_skipped=skipped,
     )
+
+
+def read_page(reader: TextReader, path: str, page: str) -> TextRange:
+    """One page of an indexed PDF's extracted text: `page` is its physical number (1-based, as search's
+    `pages`), or anything else the label printed on it ("xlv")."""
+    row = reader.resolve(path)
+    try:
+        document = reader.read(row)
+    except TextUnavailable as exc:
+        raise BrainError(f"{row.path}: {exc}") from None
+    count = len(document.page_starts)
+    if not count:
+        raise BrainError(f"{row.path}: not a PDF, it has no pages; read it without --page (or with --offset)",
+                         usage=True, field="page")
+    number = _page_number(row.path, page.strip(), count, document.page_labels)
+    lines = document.text.split("\n")
+    first = document.page_starts[number - 1]
+    last = document.page_starts[number] - 1 if number < count else len(lines)
+    before = "\n".join(lines[: first - 1])
+    start = len(before.encode("utf-8", "surrogatepass")) + (1 if first > 1 else 0)
+    text = "\n".join(lines[first - 1 : last])
+    # A page past the read limit is cut there, at a character's start.
+    text = text.encode("utf-8", "surrogatepass")[:MAX_READ_BYTES].decode("utf-8", "ignore")
+    return TextRange(
+        path=row.path,
+        offset=start,
+        length=len(text.encode("utf-8", "surrogatepass")),
+        total=len(document.utf8),
+        text=text,
+        start_line=first,
+        end_line=last,
+        pages=[number],
+        page_count=count,
+        page_labels=page_labels_of(document.page_labels, [number]),
+        stale=document.stale,
+    )
+
+
+def _page_number(path: str, page: str, count: int, labels: list[str]) -> int:
+    """The physical page `page` names: a number is the page itself, anything else a printed label."""
+    if page.isascii() and page.isdigit():
+        number = int(page)
+        if 1 <= number <= count:
+            return number
+        raise BrainError(f"{path}: page {number} is out of range; it has pages 1-{count}",
+                         usage=True, field="page")
+    if page in labels:
+        return labels.index(page) + 1
+    folded = [label.casefold() for label in labels]
+    if page.casefold() in folded:  # "XLV" finds "xlv": people type a label in either case
+        return folded.index(page.casefold()) + 1
+    known = f"its labels run from {labels[0]} to {labels[-1]}" if labels else "it has no page labels"
+    raise BrainError(f"{path}: no page labelled {page!r} ({known}); give a label it has, "
+                     f"or a physical page 1-{count}", usage=True, field="page")

@@ -114,6 +114,8 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
         "chunking": chunking_identity(
             settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
+        # PDFs' text comes from this extractor: a new one rebuilds (vectors of unchanged text from the cache)
+        "pdf_text": sources.PDF_TEXT_IDENTITY,
     }
 
 
@@ -516,6 +518,7 @@ class Indexer:
             metadata=pending.extracted.metadata,
             warning="; ".join(pending.extracted.warnings) or None,
             page_starts=pending.extracted.page_starts,
+            page_labels=pending.extracted.page_labels,
             chunks=new_chunks,
             title=pending.extracted.title,
             meta_text=meta_text,
@@ -526,7 +529,9 @@ class Indexer:
         )
         if pending.source.path.name.lower().endswith(".pdf"):
             # Kept so grep, get and ask need not extract the PDF again (slow) while it is unchanged.
-            store.save_extracted_text(pending.hash, pending.extracted.text, pending.extracted.page_starts)
+            store.save_extracted_text(
+                pending.hash, pending.extracted.text, pending.extracted.page_starts, pending.extracted.page_labels
+            )
         report.chunks_written += len(new_chunks)
         (report.updated if known else report.added).append(pending.source.rel)
 

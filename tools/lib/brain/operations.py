@@ -166,10 +166,14 @@ OPERATIONS: tuple[Operation, ...] = (
                   default=0, minimum=0, metavar="N"),
             Param("length", "int", f"Bytes to return (default: to the end of the text, at most {MAX_READ_BYTES:,}).",
                   minimum=1, maximum=MAX_READ_BYTES, metavar="N"),
+            Param("page", "str", "A PDF's one page, whole: its physical number from 1 (as search results' "
+                  "`pages`), or the label printed on it (`xlv`, as `page_labels`). Not with offset or length.",
+                  metavar="PAGE"),
         ),
         examples=(
             "brain get decisions/2026-03-database.md",
             "brain get manuals/handbook.pdf --offset 52000 --length 4000",
+            "brain get manuals/handbook.pdf --page 47",
         ),
         mcp_tool="memory_get_file",
         http=("GET", "/file"),

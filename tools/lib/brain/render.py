@@ -13,7 +13,7 @@ from .grep import GrepResponse, TextRange
 from .indexer import ScanReport
 from .search import WEAK_COSINE, SearchResponse, matched_spans
 from .terminal import Style
-from .texts import page_ranges
+from .texts import labelled_pages, page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
@@ -157,7 +157,7 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
                 "(`brain index` is making them)")
         out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
-        pages = f"  Pages: {', '.join(map(str, hit.pages))}" if hit.pages else ""
+        pages = f"  Pages: {labelled_pages(hit.pages, hit.page_labels)}" if hit.pages else ""
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
             out.append(
@@ -222,7 +222,8 @@ def range_header(part: TextRange) -> str:
     """One line saying which bytes, lines and pages of which file are shown."""
     where = f"lines {part.start_line}-{part.end_line}"
     if part.page_count:
-        where += f", page{'s' if len(part.pages) != 1 else ''} {page_ranges(part.pages)} of {part.page_count}"
+        where += (f", page{'s' if len(part.pages) != 1 else ''} {labelled_pages(part.pages, part.page_labels)}"
+                  f" of {part.page_count}")
     stale = " [changed on disk since indexed]" if part.stale else ""
     if part.blank_skipped:
         where += f"; {part.blank_skipped} bytes of blank lines before it skipped"

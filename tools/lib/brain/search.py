@@ -64,7 +64,8 @@ class SearchHit:
     preview: str
     stale: bool
     heading_path: str = ""
-    pages: list[int] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)  # physical pages, 1-based (the PDF's own order)
+    page_labels: list[str] = field(default_factory=list)  # the label printed on each of `pages`, when it has labels
     chunk_id: int = 0
     explain: dict[str, Any] | None = None
     # Only with `excerpt_chars`: the relevant excerpt of the current file and its full length.
@@ -819,6 +820,7 @@ class Searcher:
                     stale=stale,
                     heading_path=row.heading_path,
                     pages=row.pages,
+                    page_labels=sources.page_labels_of(file_row.page_labels, row.pages),
                     chunk_id=cid,
                     explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
                 )

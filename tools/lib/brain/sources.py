@@ -20,6 +20,7 @@ import io
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -70,6 +71,8 @@ class ExtractedText:
     metadata: dict[str, Any] = field(default_factory=dict)
     # For PDFs: the 1-based line on which each page starts, in page order.
     page_starts: list[int] = field(default_factory=list)
+    # For PDFs that declare them: each page's printed label ("xlv", "47"), in page order; else empty.
+    page_labels: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     title: str = ""  # note_title(): frontmatter title, else first H1, else the file name made readable
 
@@ -887,7 +890,7 @@ def note_card(metadata: dict[str, Any]) -> str:
     return "; ".join(values)[:CARD_MAX_CHARS].strip()
 
 
-# Bounds on the work one PDF may cost (pypdf reads about 1 MB of page content a second
+# Bounds on the work one PDF may cost (pypdf read about 1 MB of page content a second
 # here). A 50 KB file whose 300 pages all draw one 1 MB content stream took over
 # 9 minutes, and `status` paid it again on every run. Past a bound the file fails
 # with the reason; text PDFs of a thousand pages stay well inside all three.
@@ -895,10 +898,18 @@ PDF_MAX_PAGES = 5000
 # page content once decompressed, summed over pages (a shared stream counts each time)
 PDF_MAX_CONTENT_BYTES = 32_000_000
 # Text extraction is bounded by the processor time of the thread doing it, never by the clock:
-# on a machine at load 6 a 264-page book that needs 14-20 s of CPU took over 60 s of wall time
-# and failed. The bound grows with the pages (about 0.06 s each for a text book here).
+# on a machine at load 6 a 264-page book that needed 14-20 s of CPU under pypdf took over 60 s
+# of wall time and failed. The bound grows with the pages (pdfium takes about 3 ms each for a
+# text book here, pypdf took 60: docs/decisions/42-pdfium-text.md).
 PDF_MIN_CPU_SECONDS = 60.0
 PDF_CPU_SECONDS_PER_PAGE = 0.5
+# What made a PDF's text: part of the index's identity, so a new extractor re-extracts every PDF.
+PDF_TEXT_IDENTITY = "pypdfium2:1"
+# pdfium marks a word it joined across a line-end hyphen with U+0002 ("Com\x02mons"): the word is
+# whole again, which is what the keyword half needs.
+_PDFIUM_HYPHEN = "\x02"
+# pdfium is not thread-safe; a server extracts in several threads.
+_PDFIUM_LOCK = threading.Lock()
 
 
 def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
@@ -920,57 +931,85 @@ def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
     return total
 
 
-class _PdfTooSlow(Exception):
-    """Raised from inside pypdf's text extraction once the time bound has passed."""
+def _check_pdf_bounds(data: bytes) -> int:
+    """The PDF's page count, after the checks that need no text: encrypted, too many pages, too much content.
 
-
-def _extract_pdf(data: bytes) -> ExtractedText:
+    pypdf reads the structure (about 0.2 s for a 300-page book) so that a hostile file fails
+    here, before pdfium, which cannot be stopped inside a page, decompresses anything.
+    """
     import logging
-    import time
 
     from pypdf import PdfReader
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                if not reader.decrypt(""):
-                    raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy")
-            except ExtractionError:
-                raise
-            except Exception:
-                raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy") from None
-        count = len(reader.pages)
-        if count > PDF_MAX_PAGES:
+    reader = PdfReader(io.BytesIO(data))
+    if reader.is_encrypted:
+        try:
+            if not reader.decrypt(""):
+                raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy")
+        except ExtractionError:
+            raise
+        except Exception:
+            raise ExtractionError("encrypted PDF (needs a password); save an unencrypted copy") from None
+    count = len(reader.pages)
+    if count > PDF_MAX_PAGES:
+        raise ExtractionError(f"PDF has {count:,} pages, over the {PDF_MAX_PAGES:,}-page limit; split it into parts")
+    sizes: dict[int, int] = {}
+    content = 0
+    for page in reader.pages:
+        content += _page_content_bytes(page, sizes)
+        if content > PDF_MAX_CONTENT_BYTES:
             raise ExtractionError(
-                f"PDF has {count:,} pages, over the {PDF_MAX_PAGES:,}-page limit; split it into parts"
+                f"PDF page content is over the {PDF_MAX_CONTENT_BYTES / 1e6:g} MB limit once decompressed "
+                "(pages repeating one huge stream?); split it or save it again as a plain PDF"
             )
-        # Measured before any text is extracted, so a hostile file fails in a second.
-        sizes: dict[int, int] = {}
-        content = 0
-        for page in reader.pages:
-            content += _page_content_bytes(page, sizes)
-            if content > PDF_MAX_CONTENT_BYTES:
-                raise ExtractionError(
-                    f"PDF page content is over the {PDF_MAX_CONTENT_BYTES / 1e6:g} MB limit once decompressed "
-                    "(pages repeating one huge stream?); split it or save it again as a plain PDF"
-                )
-        allowed = max(PDF_MIN_CPU_SECONDS, PDF_CPU_SECONDS_PER_PAGE * count)
-        deadline = time.thread_time() + allowed
+    return count
 
-        def in_time(*_: Any) -> None:
-            # Called by pypdf before each drawing operator: stops one page that takes too long.
-            # thread_time: this thread's CPU seconds, which other work on the machine does not add to.
-            if time.thread_time() > deadline:
-                raise _PdfTooSlow
 
-        pages = [(page.extract_text(visitor_operand_before=in_time) or "") for page in reader.pages]
-    except _PdfTooSlow:
+class _PdfTooSlow(Exception):
+    """Raised between pages once the time bound has passed."""
+
+
+def _pdfium_pages(data: bytes, count: int) -> tuple[list[str], list[str]]:
+    """Each page's text and label with pdfium, within the processor-time bound for `count` pages."""
+    import time
+
+    import pypdfium2
+
+    allowed = max(PDF_MIN_CPU_SECONDS, PDF_CPU_SECONDS_PER_PAGE * count)
+    # thread_time: this thread's CPU seconds (pdfium runs on it), which other work on the machine does not add to.
+    deadline = time.thread_time() + allowed
+    with _PDFIUM_LOCK:
+        document = pypdfium2.PdfDocument(data)
+        try:
+            texts: list[str] = []
+            for index in range(len(document)):
+                if time.thread_time() > deadline:
+                    raise _PdfTooSlow(allowed)
+                page = document[index]
+                textpage = page.get_textpage()
+                try:
+                    # bounded, not range: full Unicode (get_text_range is limited to UCS-2)
+                    texts.append(textpage.get_text_bounded().replace(_PDFIUM_HYPHEN, ""))
+                finally:
+                    textpage.close()
+                    page.close()
+            labels = [document.get_page_label(index) for index in range(len(document))]
+        finally:
+            document.close()
+    # Labels only when the PDF declares some; a page without one shows its physical number.
+    return texts, (labels if any(labels) else [])
+
+
+def _extract_pdf(data: bytes) -> ExtractedText:
+    try:
+        count = _check_pdf_bounds(data)
+        pages, labels = _pdfium_pages(data, count)
+    except _PdfTooSlow as slow:
         raise ExtractionError(
-            f"PDF text needed over {allowed:g} s of processor time to extract ({count:,} pages), far more than "
-            "text pages take; the next `brain index` tries again; if it fails each time, its pages draw unusually "
-            "heavy content: save it again as a plain PDF", lasting=False,
+            f"PDF text needed over {slow.args[0]:g} s of processor time to extract ({count:,} pages), far more "
+            "than text pages take; the next `brain index` tries again; if it fails each time, its pages draw "
+            "unusually heavy content: save it again as a plain PDF", lasting=False,
         ) from None
     except ExtractionError:
         raise
@@ -979,7 +1018,7 @@ def _extract_pdf(data: bytes) -> ExtractedText:
             "PDF nests arrays or dictionaries too deeply to read (a damaged or hostile file); "
             "save it again as a plain PDF"
         ) from None
-    except Exception as exc:  # pypdf raises a wide range on damaged files (PdfReadError, ValueError, KeyError…)
+    except Exception as exc:  # pypdf and pdfium raise a wide range on damaged files (PdfReadError, PdfiumError…)
         raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not any(p.strip() for p in pages):
         raise ExtractionError("PDF has no extractable text (scanned images?); run OCR on it first")
@@ -987,10 +1026,9 @@ def _extract_pdf(data: bytes) -> ExtractedText:
     page_starts: list[int] = []
     for text in pages:
         page_starts.append(len(lines) + 1)
-        page_lines = _normalise_newlines(text).split("\n")
-        lines.extend(page_lines)
+        lines.extend(_normalise_newlines(text).split("\n"))
     meta = {"pages": len(pages)}
-    return ExtractedText(text="\n".join(lines), metadata=meta, page_starts=page_starts)
+    return ExtractedText(text="\n".join(lines), metadata=meta, page_starts=page_starts, page_labels=labels)
 
 
 def extract_bytes(name: str, data: bytes) -> ExtractedText:
@@ -1049,3 +1087,11 @@ def pages_for_lines(page_starts: list[int], start_line: int, end_line: int) -> l
         if first <= end_line and last >= start_line:
             pages.append(index + 1)
     return pages
+
+
+def page_labels_of(labels: list[str], pages: list[int]) -> list[str]:
+    """The printed label of each 1-based page of `pages` (its number where the PDF gives it none);
+    empty for a file without labels."""
+    if not labels:
+        return []
+    return [labels[page - 1] or str(page) if 0 < page <= len(labels) else str(page) for page in pages]

@@ -2,7 +2,7 @@
 
 Files are the truth and the index only points at them, so grep, get, ask and
 search excerpts read every file again. Markdown and text are cheap to read;
-PDFs are not (pypdf needs tens of milliseconds per page), so the text of a
+PDFs are not (a few milliseconds per page, a second or more for a book), so the text of a
 PDF is kept in the index by the sha-256 of its bytes and used while the file
 on disk still has those bytes. A changed PDF is extracted again.
 """
@@ -44,6 +44,7 @@ class FileText:
     text: str
     page_starts: list[int] = field(default_factory=list)  # PDFs: first line of each page
     stale: bool = False  # the file changed since it was indexed
+    page_labels: list[str] = field(default_factory=list)  # PDFs that declare them: each page's printed label
 
     @cached_property
     def utf8(self) -> bytes:
@@ -81,7 +82,7 @@ class TextReader:
         if unchanged and self._is_pdf(row):
             kept = self.store.extracted_text(row.hash)
             if kept is not None:
-                return FileText(row.path, kept[0], kept[1])
+                return FileText(row.path, kept.text, kept.page_starts, page_labels=kept.page_labels)
         data = self._bytes(path)
         digest = row.hash if unchanged and not self._is_pdf(row) else sources.content_hash(data)
         return self._extract(row, path, data, digest)
@@ -147,7 +148,7 @@ class TextReader:
         if is_pdf:
             kept = self.store.extracted_text(digest)
             if kept is not None:
-                return FileText(row.path, kept[0], kept[1], stale=digest != row.hash)
+                return FileText(row.path, kept.text, kept.page_starts, digest != row.hash, kept.page_labels)
         try:
             # the link's name decides the type, as at index time
             extracted = sources.extract_bytes(Path(row.path).name, data)
@@ -155,10 +156,10 @@ class TextReader:
             raise TextUnavailable(str(exc)) from None
         if is_pdf:
             try:
-                self.store.save_extracted_text(digest, extracted.text, extracted.page_starts)
+                self.store.save_extracted_text(digest, extracted.text, extracted.page_starts, extracted.page_labels)
             except sqlite3.Error:
                 pass  # a read-only or busy index only costs extracting again next time
-        return FileText(row.path, extracted.text, extracted.page_starts, stale=digest != row.hash)
+        return FileText(row.path, extracted.text, extracted.page_starts, digest != row.hash, extracted.page_labels)
 
     def resolve(self, raw: str) -> FileRow:
         """The indexed file a person means by `raw` (relative to the notes root, to the cwd, or absolute).
@@ -225,6 +226,20 @@ def page_ranges(pages: list[int]) -> str:
         else:
             runs.append([page, page])
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def labelled_pages(pages: list[int], labels: list[str]) -> str:
+    """[11, 12, 40] with labels ["ix", "x", "28"] → "11-12 (printed ix-x), 40 (printed 28)"; without labels,
+    or with labels equal to the numbers, as page_ranges: "11-12, 40"."""
+    printed = dict(zip(pages, labels))
+    if all(printed.get(page, str(page)) in ("", str(page)) for page in pages):
+        return page_ranges(pages)
+    shown = []
+    for run in page_ranges(pages).split(", "):
+        first, _, last = run.partition("-")
+        names = [printed.get(int(n)) or n for n in (first, last) if n]
+        shown.append(f"{run} (printed {'-'.join(names)})")
+    return ", ".join(shown)
 
 
 def _inside(root: Path, path: Path) -> str | None:

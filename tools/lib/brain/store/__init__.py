@@ -25,6 +25,7 @@ from .base import (
     FileKeywords,
     FileRow,
     Index,
+    KeptText,
     NewChunk,
     PendingVector,
     timestamp,
@@ -34,9 +35,9 @@ from .sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
     "FIELDS", "FIELD_WEIGHTS", "FTS_TOKENIZER", "FTS_TOKENIZERS", "KEYWORD_FIELDS", "SCHEMA_VERSION", "UNSTEMMED",
-    "ChunkRow", "FileKeywords", "FileRow", "Index", "NewChunk", "PendingVector", "SqliteStore", "hide_password",
-    "index_exists", "index_name", "open_store", "rebuilding", "server_writer_lock", "store_location", "timestamp",
-    "writer_lock",
+    "ChunkRow", "FileKeywords", "FileRow", "Index", "KeptText", "NewChunk", "PendingVector", "SqliteStore",
+    "hide_password", "index_exists", "index_name", "open_store", "rebuilding", "server_writer_lock", "store_location",
+    "timestamp", "writer_lock",
 ]
 
 # `store` (brain.toml or BRAIN_STORE) empty: the SQLite file at `database`; a

@@ -14,7 +14,7 @@ import contextlib
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +35,10 @@ UNSTEMMED = "none"  # the stemmer an index records when its keyword copies are t
 # names ×2: they are topics (`projects/nexum`) but also shared by many notes.
 FIELDS = ("title", "meta", "heading", "path", "body")
 FIELD_WEIGHTS = {"title": 4.0, "meta": 4.0, "heading": 2.0, "path": 2.0, "body": 1.0}
+# What an index older than page labels (SQLite schema 6, PostgreSQL 8) holding PDFs records as
+# their extractor (`pdf_text` in its identity): no extractor's, so its next `brain index` rebuilds
+# it and every PDF is extracted again, labels included. An index without PDFs has nothing to redo.
+PDF_TEXT_BEFORE_LABELS = "pypdf, before page labels"
 # Recorded in meta: an index whose keyword fields differ is rebuilt by the next `brain index`.
 KEYWORD_FIELDS = ",".join(FIELDS)
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
@@ -61,6 +65,16 @@ class FileRow:
     page_starts: list[int]
     title: str = ""
     language: str = ""
+    page_labels: list[str] = field(default_factory=list)  # PDFs that declare them: each page's printed label
+
+
+@dataclass(frozen=True)
+class KeptText:
+    """A PDF's extracted text as the index keeps it by the hash of its bytes."""
+
+    text: str
+    page_starts: list[int]
+    page_labels: list[str]
 
 
 @dataclass(frozen=True)
@@ -163,7 +177,7 @@ class Index(Protocol):
     def replace_file(
         self, *, path: str, hash: str, size: int, mtime_ns: int, metadata: dict[str, Any], warning: str | None,
         page_starts: list[int], chunks: Sequence[NewChunk], title: str = "", meta_text: str = "", language: str = "",
-        keywords: FileKeywords = ...,
+        keywords: FileKeywords = ..., page_labels: Sequence[str] = (),
     ) -> None: ...
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None: ...
     def move_file(
@@ -181,8 +195,10 @@ class Index(Protocol):
     def pending_among(self, ids: Sequence[int]) -> set[int]: ...
 
     # ---- extracted text (PDFs)
-    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None: ...
-    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None: ...
+    def extracted_text(self, hash: str) -> KeptText | None: ...
+    def save_extracted_text(
+        self, hash: str, text: str, page_starts: Sequence[int], page_labels: Sequence[str] = ()
+    ) -> None: ...
     def prune_extracted_text(self) -> int: ...
 
     # ---- reading for search
@@ -260,7 +276,7 @@ class MetaRecords:
 def file_row(row: Sequence[Any]) -> FileRow:
     """A FileRow from the columns FILE_COLUMNS names, in that order (both stores select them alike)."""
     return FileRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6] or "{}"), row[7], row[8],
-                   json.loads(row[9]) if row[9] else [], row[10], row[11])
+                   json.loads(row[9]) if row[9] else [], row[10], row[11], json.loads(row[12]) if row[12] else [])
 
 
 def chunk_row(r: Sequence[Any]) -> ChunkRow:
@@ -268,7 +284,26 @@ def chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else [])
 
 
-FILE_COLUMNS = "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language"
+FILE_COLUMNS = (
+    "id, path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language, page_labels"
+)
+
+
+def file_columns(labelled: bool) -> str:
+    """FILE_COLUMNS as a store selects them: an older schema opened read-only has no page_labels (NULL)."""
+    return FILE_COLUMNS if labelled else FILE_COLUMNS.replace("page_labels", "NULL")
+
+
+def kept_text(row: Sequence[Any] | None) -> KeptText | None:
+    """A KeptText from (text, page_starts, page_labels) as both stores select them."""
+    if row is None:
+        return None
+    return KeptText(row[0], json.loads(row[1]) if row[1] else [], json.loads(row[2]) if row[2] else [])
+
+
+def json_list(values: Sequence[Any]) -> str | None:
+    """A list as the stores keep it in a TEXT column: JSON, or NULL when empty."""
+    return json.dumps(list(values), ensure_ascii=False) if values else None
 CHUNK_COLUMNS = "id, file_id, seq, text, heading_path, start_line, end_line, pages"
 
 

@@ -29,26 +29,30 @@ from .base import (
     CHUNK_COLUMNS,
     FIELD_WEIGHTS,
     FIELDS,
-    FILE_COLUMNS,
     FTS_TOKENIZER,
     FTS_TOKENIZERS,
+    PDF_TEXT_BEFORE_LABELS,
     UNSTEMMED,
     ChunkRow,
     FileKeywords,
     FileRow,
+    KeptText,
     MetaRecords,
     NewChunk,
     PendingVector,
     chunk_row,
+    file_columns,
     file_row,
     in_batches,
+    json_list,
+    kept_text,
     timestamp,
 )
 
 # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5;
 # 4: keyword fields (title, frontmatter values, folder names) and each file's title and language;
-# 5: pending_vectors (chunks written before their vector)
-SCHEMA_VERSION = 5
+# 5: pending_vectors (chunks written before their vector); 6: PDFs' page labels
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_COLUMNS = ("fts_title", "fts_meta", "fts_heading", "fts_path", "fts_text")
 
@@ -66,7 +70,8 @@ CREATE TABLE IF NOT EXISTS files (
     warning TEXT,
     page_starts TEXT,
     title TEXT NOT NULL DEFAULT '',
-    language TEXT NOT NULL DEFAULT ''
+    language TEXT NOT NULL DEFAULT '',
+    page_labels TEXT
 );
 CREATE INDEX IF NOT EXISTS files_hash ON files(hash);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -99,7 +104,8 @@ CREATE TABLE IF NOT EXISTS extracted_text (
     hash TEXT PRIMARY KEY,
     text TEXT NOT NULL,
     page_starts TEXT,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    page_labels TEXT
 );
 CREATE TABLE IF NOT EXISTS pending_vectors (
     chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
@@ -152,6 +158,9 @@ ALTER TABLE chunks ADD COLUMN fts_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE files ADD COLUMN title TEXT NOT NULL DEFAULT '';
 ALTER TABLE files ADD COLUMN language TEXT NOT NULL DEFAULT '';
 """
+# 6: each PDF's page labels beside its page starts, in the tables that keep those (an index with
+# PDFs records PDF_TEXT_BEFORE_LABELS, so its next `brain index` extracts them again, with labels).
+_LABELLED_TABLES = ("files", "extracted_text")
 MIGRATED_FIELDS = "heading,body"  # what a migrated index's keyword fields hold until rebuilt
 
 
@@ -276,6 +285,9 @@ class SqliteStore(MetaRecords):
                 "upgrade brain-search"
             )
         conn.execute("PRAGMA foreign_keys = ON")
+        # An older file opened read-only keeps its schema: what it lacks is read as empty.
+        self._labelled = version >= 6 or not tables
+        self._file_columns = file_columns(self._labelled)
         if readonly:
             return
         if self._new_page_size and version == 0 and not tables:
@@ -296,6 +308,13 @@ class SqliteStore(MetaRecords):
                 if upgrading and version < 4:
                     for statement in _split_sql(_MIGRATE_TO_4):
                         conn.execute(statement)
+                for table in _LABELLED_TABLES if upgrading and version < 6 else ():
+                    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                    if columns and "page_labels" not in columns:  # no columns: a table made below, whole
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN page_labels TEXT")
+                if upgrading and version < 6:
+                    conn.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'pdf_text', ? WHERE EXISTS"
+                                 " (SELECT 1 FROM files WHERE lower(path) LIKE '%.pdf')", (PDF_TEXT_BEFORE_LABELS,))
                 # Then every table the schema has and this file lacks (5: pending_vectors).
                 for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
@@ -311,6 +330,7 @@ class SqliteStore(MetaRecords):
                 )
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._labelled, self._file_columns = True, file_columns(True)
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -404,10 +424,10 @@ class SqliteStore(MetaRecords):
     # ------------------------------------------------------------ files
 
     def all_files(self) -> dict[str, FileRow]:
-        return {r[1]: file_row(r) for r in self.conn.execute(f"SELECT {FILE_COLUMNS} FROM files")}
+        return {r[1]: file_row(r) for r in self.conn.execute(f"SELECT {self._file_columns} FROM files")}
 
     def get_file(self, path: str) -> FileRow | None:
-        row = self.conn.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+        row = self.conn.execute(f"SELECT {self._file_columns} FROM files WHERE path = ?", (path,)).fetchone()
         return file_row(row) if row else None
 
     def _rows_of(self, sql: str, keys: Iterable[Any], *before: Any) -> Iterator[Any]:
@@ -419,7 +439,7 @@ class SqliteStore(MetaRecords):
     def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
         return {
             r[0]: file_row(r)
-            for r in self._rows_of(f"SELECT {FILE_COLUMNS} FROM files WHERE id IN (?)", map(int, ids))
+            for r in self._rows_of(f"SELECT {self._file_columns} FROM files WHERE id IN (?)", map(int, ids))
         }
 
     def replace_file(
@@ -437,6 +457,7 @@ class SqliteStore(MetaRecords):
         meta_text: str = "",
         language: str = "",
         keywords: FileKeywords = FileKeywords(),
+        page_labels: Sequence[str] = (),
     ) -> None:
         """Swap in a file's new chunks in one transaction: never a mix of old and new.
 
@@ -450,19 +471,19 @@ class SqliteStore(MetaRecords):
         with self.transaction() as conn:
             row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
             values = (hash, size, mtime_ns, timestamp(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
-                      json.dumps(page_starts) if page_starts else None, title, language)
+                      json_list(page_starts), title, language, json_list(page_labels))
             if row:
                 file_id = row[0]
                 conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
                 conn.execute(
                     "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=?,"  # noqa: E501
-                    " title=?, language=? WHERE id=?",
+                    " title=?, language=?, page_labels=? WHERE id=?",
                     (*values, file_id),
                 )
             else:
                 file_id = conn.execute(
-                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language)"  # noqa: E501
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title, language,"  # noqa: E501
+                    " page_labels) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (path, *values),
                 ).lastrowid
             fields = (keywords.title, keywords.meta, keywords.path)
@@ -552,17 +573,21 @@ class SqliteStore(MetaRecords):
     # Extracting a PDF costs tens of milliseconds per page, so grep, get and ask
     # read the text of an unchanged PDF from here, keyed by the sha-256 of its bytes.
 
-    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
-        """(text, page_starts) stored for a file content hash, or None."""
-        row = self.conn.execute("SELECT text, page_starts FROM extracted_text WHERE hash = ?", (hash,)).fetchone()
-        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+    def extracted_text(self, hash: str) -> KeptText | None:
+        """The text, page starts and page labels stored for a file content hash, or None."""
+        return kept_text(self.conn.execute(
+            f"SELECT text, page_starts, {'page_labels' if self._labelled else 'NULL'} FROM extracted_text"
+            " WHERE hash = ?", (hash,)).fetchone())
 
-    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+    def save_extracted_text(
+        self, hash: str, text: str, page_starts: Sequence[int], page_labels: Sequence[str] = ()
+    ) -> None:
         """Remember the text extracted from the file content with this hash."""
         with self.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO extracted_text(hash, text, page_starts, created_at) VALUES (?,?,?,?)",
-                (hash, text, json.dumps(list(page_starts)) if page_starts else None, timestamp()),
+                "INSERT OR REPLACE INTO extracted_text(hash, text, page_starts, created_at, page_labels)"
+                " VALUES (?,?,?,?,?)",
+                (hash, text, json_list(page_starts), timestamp(), json_list(page_labels)),
             )
 
     def prune_extracted_text(self) -> int:

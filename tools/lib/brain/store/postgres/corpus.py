@@ -33,7 +33,7 @@ from ...errors import BrainError, Interrupted, Unavailable
 from ..base import (
     CHUNK_COLUMNS,
     FIELDS,
-    FILE_COLUMNS,
+    KeptText,
     FTS_TOKENIZER,
     FTS_TOKENIZERS,
     UNSTEMMED,
@@ -44,7 +44,10 @@ from ..base import (
     NewChunk,
     PendingVector,
     chunk_row,
+    file_columns,
     file_row,
+    json_list,
+    kept_text,
     timestamp,
 )
 from .bm25 import BM25_B, BM25_K1, bm25_scores, class_weights, sum_by_chunk
@@ -184,6 +187,8 @@ class PostgresStore(MetaRecords):
             self._migrate()
             version = SCHEMA_VERSION
         self._pending_table = version >= 7  # a schema-6 corpus opened read-only has none (its next writer adds it)
+        self._labelled = version >= 8  # nor page labels before 8: read as empty
+        self._file_columns = file_columns(self._labelled)
 
     def _check_owner(self, readonly: bool) -> None:
         """Refuse a schema that records another corpus's name; claim one made before names were recorded."""
@@ -408,10 +413,10 @@ class PostgresStore(MetaRecords):
     # ------------------------------------------------------------ files
 
     def all_files(self) -> dict[str, FileRow]:
-        return {r[1]: file_row(r) for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files")}
+        return {r[1]: file_row(r) for r in self._execute(f"SELECT {self._file_columns} FROM @.files")}
 
     def get_file(self, path: str) -> FileRow | None:
-        row = self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE path = %s", (path,)).fetchone()
+        row = self._execute(f"SELECT {self._file_columns} FROM @.files WHERE path = %s", (path,)).fetchone()
         return file_row(row) if row else None
 
     def files_by_id(self, ids: Iterable[int]) -> dict[int, FileRow]:
@@ -419,7 +424,7 @@ class PostgresStore(MetaRecords):
         if not wanted:
             return {}
         return {r[0]: file_row(r)
-                for r in self._execute(f"SELECT {FILE_COLUMNS} FROM @.files WHERE id = ANY(%s)", (wanted,))}
+                for r in self._execute(f"SELECT {self._file_columns} FROM @.files WHERE id = ANY(%s)", (wanted,))}
 
     def replace_file(
         self,
@@ -436,6 +441,7 @@ class PostgresStore(MetaRecords):
         meta_text: str = "",
         language: str = "",
         keywords: FileKeywords = FileKeywords(),
+        page_labels: Sequence[str] = (),
     ) -> None:
         """Swap in a file's new chunks in one transaction: never a mix of old and new, never two copies.
 
@@ -448,7 +454,7 @@ class PostgresStore(MetaRecords):
         porter = self._porter()
         title_s, meta_s, path_s = keywords.title, keywords.meta, keywords.path
         values = (hash, size, mtime_ns, timestamp(), json.dumps(metadata, ensure_ascii=False), "ok", warning,
-                  json.dumps(page_starts) if page_starts else None, title, language, meta_text)
+                  json_list(page_starts), title, language, meta_text, json_list(page_labels))
         rows = []
         postings: list[tuple[int, dict[str, list[int]]]] = []  # (length, counts) by seq
         for seq, c in enumerate(chunks):
@@ -462,11 +468,12 @@ class PostgresStore(MetaRecords):
         with self.transaction() as conn:
             file_id = conn.execute(self._sql(
                 "INSERT INTO @.files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts, title,"  # noqa: E501
-                " language, meta_text) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+                " language, meta_text, page_labels) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
                 " ON CONFLICT (path) DO UPDATE SET hash=excluded.hash, size=excluded.size, mtime_ns=excluded.mtime_ns,"
                 " indexed_at=excluded.indexed_at, metadata=excluded.metadata, status=excluded.status,"
                 " warning=excluded.warning, page_starts=excluded.page_starts, title=excluded.title,"
-                " language=excluded.language, meta_text=excluded.meta_text RETURNING id"),
+                " language=excluded.language, meta_text=excluded.meta_text, page_labels=excluded.page_labels"
+                " RETURNING id"),
                 (path, *values)).fetchone()[0]
             conn.execute(self._sql("DELETE FROM @.chunks WHERE file_id = %s"), (file_id,))
             if rows:
@@ -592,19 +599,22 @@ class PostgresStore(MetaRecords):
 
     # ------------------------------------------------------------ extracted text (PDFs)
 
-    def extracted_text(self, hash: str) -> tuple[str, list[int]] | None:
-        """(text, page_starts) stored for a file content hash, or None."""
-        row = self._execute("SELECT text, page_starts FROM @.extracted_text WHERE hash = %s", (hash,)).fetchone()
-        return (row[0], json.loads(row[1]) if row[1] else []) if row else None
+    def extracted_text(self, hash: str) -> KeptText | None:
+        """The text, page starts and page labels stored for a file content hash, or None."""
+        return kept_text(self._execute(
+            f"SELECT text, page_starts, {'page_labels' if self._labelled else 'NULL'} FROM @.extracted_text"
+            " WHERE hash = %s", (hash,)).fetchone())
 
-    def save_extracted_text(self, hash: str, text: str, page_starts: Sequence[int]) -> None:
+    def save_extracted_text(
+        self, hash: str, text: str, page_starts: Sequence[int], page_labels: Sequence[str] = ()
+    ) -> None:
         """Remember the text extracted from the file content with this hash."""
         with self.transaction() as conn:
             conn.execute(self._sql(
-                "INSERT INTO @.extracted_text(hash, text, page_starts, created_at) VALUES (%s,%s,%s,%s)"
+                "INSERT INTO @.extracted_text(hash, text, page_starts, created_at, page_labels) VALUES (%s,%s,%s,%s,%s)"
                 " ON CONFLICT (hash) DO UPDATE SET text = excluded.text, page_starts = excluded.page_starts,"
-                " created_at = excluded.created_at"),
-                (hash, text, json.dumps(list(page_starts)) if page_starts else None, timestamp()))
+                " created_at = excluded.created_at, page_labels = excluded.page_labels"),
+                (hash, text, json_list(page_starts), timestamp(), json_list(page_labels)))
 
     def prune_extracted_text(self) -> int:
         """Forget texts no indexed file has any more; returns how many went."""

@@ -3,9 +3,11 @@ constants."""
 
 from __future__ import annotations
 
+from ..base import PDF_TEXT_BEFORE_LABELS
+
 # The tables of SQLite schema 5 (numbered apart: 4-6 were SQLite's 4, 7 adds pending_vectors
-# as SQLite's 5 does); vectors in pgvector, keywords in a weighted tsvector.
-SCHEMA_VERSION = 7
+# as SQLite's 5 does, 8 page labels as its 6); vectors in pgvector, keywords in a weighted tsvector.
+SCHEMA_VERSION = 8
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS @.state (
@@ -27,7 +29,8 @@ CREATE TABLE IF NOT EXISTS @.files (
     page_starts TEXT,
     title TEXT NOT NULL DEFAULT '',
     language TEXT NOT NULL DEFAULT '',
-    meta_text TEXT NOT NULL DEFAULT ''
+    meta_text TEXT NOT NULL DEFAULT '',
+    page_labels TEXT
 );
 CREATE INDEX IF NOT EXISTS files_hash ON @.files(hash);
 CREATE TABLE IF NOT EXISTS @.chunks (
@@ -77,7 +80,8 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
     hash TEXT PRIMARY KEY,
     text TEXT NOT NULL,
     page_starts TEXT,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    page_labels TEXT
 );
 CREATE TABLE IF NOT EXISTS @.pending_vectors (
     chunk_id BIGINT PRIMARY KEY REFERENCES @.chunks(id) ON DELETE CASCADE,
@@ -121,6 +125,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 7: chunks written before their vector (keywords first, vectors after) wait here.
     7: ("CREATE TABLE IF NOT EXISTS @.pending_vectors (chunk_id BIGINT PRIMARY KEY REFERENCES @.chunks(id)"
         " ON DELETE CASCADE, text TEXT NOT NULL)",),
+    # 8: each PDF's page labels beside its page starts; a corpus with PDFs records PDF_TEXT_BEFORE_LABELS,
+    # so its next `brain index` extracts them again, with labels.
+    8: ("ALTER TABLE @.files ADD COLUMN IF NOT EXISTS page_labels TEXT",
+        "ALTER TABLE @.extracted_text ADD COLUMN IF NOT EXISTS page_labels TEXT",
+        "INSERT INTO @.meta(key, value) SELECT 'pdf_text', '" + PDF_TEXT_BEFORE_LABELS + "' WHERE EXISTS"
+        " (SELECT 1 FROM @.files WHERE lower(path) LIKE '%.pdf')"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
 }
 
 

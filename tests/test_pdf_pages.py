@@ -1,0 +1,241 @@
+"""PDFs as books: words pdfium keeps apart, the extractor an index records, page labels, one page read."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli, write
+
+from brain import Brain
+from brain.sources import PDF_TEXT_IDENTITY, extract_bytes
+
+
+def glued_line_pdf() -> bytes:
+    """One line whose words are placed by offsets, not space characters, as TeX does.
+
+    Courier with 0.2 em between words: pypdf reads "Thefloordivisionoperator", pdfium the four words.
+    """
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out)
+    text = pdf.beginText(72, 700)
+    text.setFont("Courier", 12)
+    text._code.append("[(The) -200 (floor) -200 (division) -200 (operator)] TJ")
+    pdf.drawText(text)
+    pdf.showPage()
+    pdf.save()
+    return out.getvalue()
+
+
+def test_words_placed_apart_without_spaces_are_extracted_as_separate_words() -> None:
+    data = glued_line_pdf()
+    from pypdf import PdfReader
+
+    assert "Thefloordivisionoperator" in PdfReader(io.BytesIO(data)).pages[0].extract_text()  # what pypdf did
+    assert extract_bytes("book.pdf", data).text.split() == ["The", "floor", "division", "operator"]
+
+
+def test_the_index_records_which_extractor_made_its_pdf_text(tmp_path: Path) -> None:
+    write(tmp_path, {"book.pdf": glued_line_pdf()})
+    brain = Brain(tmp_path)
+    brain.index()
+    conn = sqlite3.connect(brain.settings.database_path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'pdf_text'").fetchone() == (PDF_TEXT_IDENTITY,)
+    conn.close()
+    assert [hit.path for hit in Brain(tmp_path).search("division", mode="bm25").results] == ["book.pdf"]
+
+
+# A book's front matter numbered in roman numerals, then its chapters from 1: the words of each page
+# are its own, so a search names one page.
+_FILLER = "\n" + "\n".join(["lorem ipsum dolor sit amet consectetur adipiscing elit sed do"] * 4)
+BOOK_PAGES = [
+    "Preface of the handbook\nthanks to every reader" + _FILLER,
+    "Contents\nchapters listed here" + _FILLER,
+    "Chapter one\nthe walrus guards the harbour" + _FILLER,
+    "Chapter two\nthe pelican counts the boats" + _FILLER,
+]
+BOOK_LABELS = ["i", "ii", "1", "2"]
+
+
+def labelled_book() -> bytes:
+    """BOOK_PAGES as a PDF whose /PageLabels print i, ii, then 1, 2."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.constants import PageLabelStyle
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out)
+    for page in BOOK_PAGES:
+        for n, line in enumerate(page.split("\n")):
+            pdf.drawString(72, 760 - 14 * n, line)
+        pdf.showPage()
+    pdf.save()
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(out.getvalue())).pages:
+        writer.add_page(page)
+    writer.set_page_label(0, 1, style=PageLabelStyle.LOWERCASE_ROMAN)
+    writer.set_page_label(2, 3, style=PageLabelStyle.DECIMAL)
+    labelled = io.BytesIO()
+    writer.write(labelled)
+    return labelled.getvalue()
+
+
+def test_a_pdf_keeps_each_pages_printed_label_and_a_pdf_without_labels_none() -> None:
+    assert extract_bytes("book.pdf", labelled_book()).page_labels == BOOK_LABELS
+    assert extract_bytes("line.pdf", glued_line_pdf()).page_labels == []
+
+
+@pytest.fixture(scope="module")
+def book_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The labelled book, a page to a chunk (small chunks), and a note, indexed once for the module."""
+    root = tmp_path_factory.mktemp("book") / "notes"
+    write(root, {
+        "book.pdf": labelled_book(),
+        "note.md": "# Harbour\n\nA walrus was seen near the boats.\n",
+        "brain.toml": "[chunking]\nchunk_chars = 200\noverlap_chars = 0\n",
+    })
+    report = Brain(root).index()
+    assert not report.failed, report.failed
+    return root
+
+
+def test_search_json_gives_the_physical_page_and_its_printed_label(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "search", "pelican", "--mode", "bm25", "--json")
+    assert result.returncode == 0, result.stderr
+    hit = json.loads(result.stdout)["results"][0]
+    assert (hit["path"], hit["pages"], hit["page_labels"]) == ("book.pdf", [4], ["2"])
+    note = json.loads(run_cli("--root", str(book_notes), "search", "walrus boats", "--mode", "bm25",
+                              "--json").stdout)["results"]
+    assert {h["path"]: h["page_labels"] for h in note}["note.md"] == []  # no pages, no labels
+
+
+def test_search_text_shows_the_label_beside_the_page(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "search", "preface handbook", "--mode", "bm25")
+    assert result.returncode == 0, result.stderr
+    assert "Pages: 1 (printed i)" in result.stdout
+    result = run_cli("--root", str(book_notes), "search", "pelican", "--mode", "bm25")
+    assert "Pages: 4 (printed 2)" in result.stdout
+
+
+def test_pages_in_text_are_runs_with_their_printed_labels() -> None:
+    from brain.texts import labelled_pages
+
+    assert labelled_pages([11, 12, 40], ["ix", "x", "28"]) == "11-12 (printed ix-x), 40 (printed 28)"
+    assert labelled_pages([3, 4], ["3", "4"]) == "3-4"
+    assert labelled_pages([3, 4], []) == "3-4"
+
+
+def test_a_schema_5_index_opens_upgraded_and_the_next_index_fills_the_labels(tmp_path: Path) -> None:
+    from brain.store import SCHEMA_VERSION
+
+    write(tmp_path, {"book.pdf": labelled_book()})
+    Brain(tmp_path).index()
+    db = Brain(tmp_path).settings.database_path
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript("""
+        ALTER TABLE files DROP COLUMN page_labels; ALTER TABLE extracted_text DROP COLUMN page_labels;
+        PRAGMA user_version = 5;
+    """)
+    conn.close()
+
+    hits = Brain(tmp_path).search("pelican", mode="bm25").results  # opening migrates; no labels yet
+    assert [(h.path, h.page_labels) for h in hits] == [("book.pdf", [])]
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+    status = run_cli("--root", str(tmp_path), "status")
+    assert "pdf_text 'pypdf, before page labels'" in status.stdout  # why the next index rebuilds
+    report = Brain(tmp_path).index()
+    assert report.rebuilt and report.chunks_embedded == 0  # the same text: its vector from the cache
+    hits = Brain(tmp_path).search("pelican", mode="bm25").results
+    assert hits[0].page_labels == BOOK_LABELS  # one chunk: the whole short book
+
+
+def test_a_schema_5_index_opened_read_only_answers_without_labels(tmp_path: Path) -> None:
+    from brain.store import SqliteStore
+
+    write(tmp_path, {"book.pdf": labelled_book()})
+    Brain(tmp_path).index()
+    db = Brain(tmp_path).settings.database_path
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.executescript("""
+        ALTER TABLE files DROP COLUMN page_labels; ALTER TABLE extracted_text DROP COLUMN page_labels;
+        PRAGMA user_version = 5;
+    """)
+    conn.close()
+    store = SqliteStore(db, readonly=True)
+    try:
+        row = store.get_file("book.pdf")
+        assert row is not None and row.page_labels == [] and store.schema_version() == 5
+        kept = store.extracted_text(row.hash)
+        assert kept is not None and kept.page_labels == [] and kept.page_starts
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------- brain get --page
+
+
+def test_get_page_reads_one_physical_page_through_the_cli(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "4")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Chapter two\nthe pelican counts the boats")
+    assert "walrus" not in result.stdout and "Preface" not in result.stdout
+    assert "page 4 (printed 2) of 4" in result.stderr
+
+
+def test_get_page_takes_a_printed_label_and_json_says_both(book_notes: Path) -> None:
+    result = run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "ii", "--json")
+    assert result.returncode == 0, result.stderr
+    part = json.loads(result.stdout)
+    assert (part["pages"], part["page_labels"], part["page_count"]) == ([2], ["ii"], 4)
+    assert part["text"].startswith("Contents\nchapters listed here")
+    whole = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--json").stdout)["text"]
+    assert whole.encode()[part["offset"]:part["end"]].decode() == part["text"]  # the same bytes as --offset reads
+    numeric = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "2", "--json").stdout)
+    assert numeric["pages"] == [2]  # a number is the physical page, never the page labelled "2"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["book.pdf", "--page", "9"], "book.pdf: page 9 is out of range; it has pages 1-4"),
+    (["book.pdf", "--page", "xlv"], "book.pdf: no page labelled 'xlv' (its labels run from i to 2)"),
+    (["note.md", "--page", "1"], "note.md: not a PDF, it has no pages; read it without --page"),
+    (["missing.pdf", "--page", "1"], "missing.pdf: not in the index"),
+    (["book.pdf", "--page", "1", "--offset", "5"], "give --page or --offset/--length, not both"),
+])
+def test_get_page_errors_are_one_line_with_the_fix(book_notes: Path, args: list[str], expected: str) -> None:
+    result = run_cli("--root", str(book_notes), "get", *args)
+    assert result.returncode != 0 and not result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+
+
+def test_get_page_through_mcp_and_http_is_the_cli_s_page(book_notes: Path) -> None:
+    import anyio
+    import httpx
+    from live_servers import http_server, mcp_session
+
+    cli_page = json.loads(run_cli("--root", str(book_notes), "get", "book.pdf", "--page", "i",
+                                  "--json").stdout)
+
+    async def through_mcp() -> tuple[Any, str]:
+        async with mcp_session("--root", str(book_notes)) as session:
+            page = await session.call_tool("memory_get_file", {"path": "book.pdf", "page": "i"})
+            assert not page.is_error, page.content
+            bad = await session.call_tool("memory_get_file", {"path": "book.pdf", "page": "9"})
+            assert bad.is_error
+            return page.structured_content, bad.content[0].text
+
+    mcp_page, mcp_error = anyio.run(through_mcp)
+    with http_server("--root", str(book_notes)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        http_page = http.get("/file", params={"path": "book.pdf", "page": "i"}).json()
+        bad = http.get("/file", params={"path": "book.pdf", "page": "9"})
+    assert cli_page == mcp_page == http_page and cli_page["page_labels"] == ["i"]
+    assert "page 9 is out of range" in mcp_error
+    assert bad.status_code == 400 and "page 9 is out of range" in bad.json()["error"]
