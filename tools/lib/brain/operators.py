@@ -177,7 +177,7 @@ class Operators:
     OR and filters taken out; a phrase's words stay)."""
 
     text: str
-    required: list[tuple[Term, ...]] = field(default_factory=list)  # each: a note must hold one of these
+    required: list[tuple[Term, ...]] = field(default_factory=list)  # each: a note holding one of these ranks first
     phrases: list[Term] = field(default_factory=list)  # every quoted phrase searched (the keyword half's phrases)
     excluded: list[Term] = field(default_factory=list)
     paths: list[tuple[str, bool]] = field(default_factory=list)  # (folder or note, excluded?)
@@ -189,20 +189,31 @@ class Operators:
 
     @property
     def reads_text(self) -> bool:
-        """True when a note's text decides whether it may be shown."""
+        """True when a note's text decides whether or where it is shown."""
         return bool(self.required or self.excluded)
 
     def admits(self, text: str, forms: Callable[[str], Iterable[str]]) -> bool:
-        """True when a note of this text holds one of each required group and none of the excluded.
+        """True when a note of this text holds none of the excluded words or phrases (a hard rule).
 
         `forms`: a word → the forms the keyword index stores it in (its stemmers, then the tokenizer's porter),
         so `-draft` leaves out a note that says "drafts" exactly when the keyword half would find it.
         """
+        return not self._found_any(self.excluded, text, forms)
+
+    def holds(self, text: str, forms: Callable[[str], Iterable[str]]) -> bool:
+        """True when a note of this text holds one term of each required group (the phrases): such notes rank
+        first, the others after them. Not a filter: a question that quotes words its note words otherwise
+        (SQuAD-it's 89 quoted questions) kept 0.96 of its answers in the top 100 ranked, 0.70 filtered."""
+        return all(self._found_any(group, text, forms) for group in self.required)
+
+    @staticmethod
+    def _found_any(terms: Iterable[Term], text: str, forms: Callable[[str], Iterable[str]]) -> bool:
+        terms = list(terms)
+        if not terms:
+            return False
         tokens = [fold(t) for t in WORD.findall(text)]
         present = set(tokens)
-        if any(term.found_in(tokens, present, forms) for term in self.excluded):
-            return False
-        return all(any(term.found_in(tokens, present, forms) for term in group) for group in self.required)
+        return any(term.found_in(tokens, present, forms) for term in terms)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -221,7 +232,7 @@ class Operators:
     @property
     def line(self) -> str:
         """One line for the text view: what each operator was read as."""
-        parts = [f"must hold {' or '.join(t.shown for t in group)}" for group in self.required]
+        parts = [f"first the notes holding {' or '.join(t.shown for t in group)}" for group in self.required]
         parts += [" OR ".join(t.shown for t in group) for group in self.any_of
                   if not any(t.phrase for t in group)]
         parts += [f"without {t.shown}" for t in self.excluded]

@@ -690,8 +690,8 @@ class Searcher:
 
         Unless `literal`, the query's operators (operators.py: "phrases", -words,
         OR, path:, tag:, key:value, key>value) are read first: filters join
-        `path_prefix` and `where`, and a note must hold the phrases and none of
-        the excluded words; then the kinds, frontmatter values, statuses and
+        `path_prefix` and `where`, a note must hold none of the excluded words,
+        and the notes holding the phrases rank first; then the kinds, frontmatter values, statuses and
         times the rest names (understanding.py) rank the notes that satisfy more
         of them first; the rest of the query orders the notes within.
 
@@ -784,12 +784,14 @@ class Searcher:
             checked: dict[int, tuple[bool, str | None] | None] = {}
             searched_forms = self._searched_forms(query, corrections, profile)
             raw: dict[int, tuple[int, float]] = {}  # hit chunk id → unrounded place, for breaking ties by path
-            admitted: dict[int, bool] = {}  # file id → holds the required phrases and none of the excluded
+            admitted: dict[int, tuple[bool, bool]] = {}  # file id → (holds none excluded, holds the phrases)
+            held: dict[int, bool] = {}  # hit chunk id → its note holds the phrases: those rank first
+            later = 0  # hits whose note lacks a phrase: at most `limit` are kept, below the others
             forms = _index_forms(profile)
             for cid, row, file_row in self._rows_in_order(scored, limit):
                 if not chunks and (row.file_id in seen_files or row.file_id in hidden):
                     continue
-                if len(hits) >= limit and place[cid] < raw[hits[-1].chunk_id]:
+                if len(hits) - later >= limit and place[cid] < raw[hits[-1].chunk_id]:
                     break
                 if row.file_id not in checked:
                     checked[row.file_id] = self._freshness(reader, file_row)
@@ -801,9 +803,13 @@ class Searcher:
                 stale, current_text = fresh
                 if ops.reads_text:
                     if row.file_id not in admitted:
-                        admitted[row.file_id] = ops.admits(self._note_text(reader, file_row, fresh), forms)
-                    if not admitted[row.file_id]:
+                        note_text = self._note_text(reader, file_row, fresh)
+                        admitted[row.file_id] = (ops.admits(note_text, forms), ops.holds(note_text, forms))
+                    allowed_here, holds_phrases = admitted[row.file_id]
+                    if not allowed_here or (not holds_phrases and later >= limit):
                         continue
+                    held[cid] = holds_phrases
+                    later += not holds_phrases
                 seen_files.add(row.file_id)
                 text, start_line, end_line = row.text, row.start_line, row.end_line
                 if stale and current_text is not None:
@@ -830,7 +836,8 @@ class Searcher:
                 raw[cid] = place[cid]
             # Equal scores (duplicate texts in different files) are ordered by path, so the
             # order is the same in every index of the same notes, whatever the insertion order.
-            hits = sorted(hits, key=lambda h: (-raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:limit]
+            hits = sorted(hits, key=lambda h: (not held.get(h.chunk_id, True), -raw[h.chunk_id][0],
+                                               -raw[h.chunk_id][1], h.path))[:limit]
             if candidates.use_keyword and hits:
                 self._explain_fields(hits, searched_forms)
             counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
