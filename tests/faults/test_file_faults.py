@@ -324,7 +324,7 @@ def test_a_backslash_in_a_file_name_is_readable_over_http(tmp_path: Path) -> Non
         assert grep.status_code == 200 and grep.json()["matches"], grep.text
 
 
-@pytest.mark.parametrize("bad", ["status==active", "status>=2", "status<=2", "status<>2", "=x", "status="])
+@pytest.mark.parametrize("bad", ["status==active", "status>=", "status=>2", "status<>2", "=x", "status="])
 def test_malformed_where_filters_are_one_line_errors(indexed_example: Path, bad: str) -> None:
     done = run_cli("--root", str(indexed_example), "search", "nginx", "--where", bad)
     line = one_line_error(done)

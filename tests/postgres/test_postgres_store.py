@@ -86,8 +86,12 @@ def test_index_search_every_mode_get_grep_ask_status_stats(tmp_path: Path, store
     assert "certbot" in (with_excerpt.excerpt or "") and with_excerpt.content_len
     # Whatever a person types is a parameter, never SQL or tsquery syntax.
     assert brain.search("zzqx qq-ww", mode="bm25").results == []  # a word and a phrase, neither in any note
-    for hostile in ["'; DROP TABLE files; --", "a & b | !c <-> d:*", "\"quoted", "C++ #1234", "it\\'s"]:
+    for hostile in ["'; DROP TABLE files; --", "a & b | !c <-> d:*", "\"quoted\" OR \"it's <->\"", "C++ #1234",
+                    "it\\'s"]:
         brain.search(hostile, mode="bm25")
+    brain.search("\"quoted", mode="bm25", literal=True)  # an unclosed quote, as typed
+    # A phrase through the server's tsquery: the note holding it ranks first.
+    assert brain.search('renews "SSL certificate"', mode="bm25").results[0].path == "ops/nginx.md"
     assert brain.search("tomatoes", mode="bm25").results[0].path == "old/archive.md"
 
     text = brain.get_file("ops/nginx.md")

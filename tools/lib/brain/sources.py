@@ -966,6 +966,30 @@ def _check_pdf_bounds(data: bytes) -> int:
     return count
 
 
+PDF_MAX_NESTING = 1_000  # arrays within arrays in a content stream; real pages nest a few levels
+
+
+def _nests_too_deeply(data: bytes) -> bool:
+    """True when a page's content stream nests arrays over PDF_MAX_NESTING deep (read only for a PDF with no text,
+    so the reason given is the right one; the streams' size was bounded by _check_pdf_bounds)."""
+    from pypdf import PdfReader
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    for page in PdfReader(io.BytesIO(data)).pages:
+        contents = page.get("/Contents")
+        if contents is None:
+            continue
+        resolved = contents.get_object() if isinstance(contents, IndirectObject) else contents
+        for part in list(resolved) if isinstance(resolved, ArrayObject) else [contents]:
+            stream = part.get_object()
+            depth = 0
+            for bracket in re.finditer(rb"[\[\]]", stream.get_data() if hasattr(stream, "get_data") else b""):
+                depth += 1 if bracket.group() == b"[" else -1
+                if depth > PDF_MAX_NESTING:
+                    return True
+    return False
+
+
 class _PdfTooSlow(Exception):
     """Raised between pages once the time bound has passed."""
 
@@ -1021,6 +1045,11 @@ def _extract_pdf(data: bytes) -> ExtractedText:
     except Exception as exc:  # pypdf and pdfium raise a wide range on damaged files (PdfReadError, PdfiumError…)
         raise ExtractionError(f"broken PDF ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not any(p.strip() for p in pages):
+        if _nests_too_deeply(data):  # pdfium skips what it cannot read: the text may be inside the nesting
+            raise ExtractionError(
+                "PDF nests arrays or dictionaries too deeply to read (a damaged or hostile file); "
+                "save it again as a plain PDF"
+            )
         raise ExtractionError("PDF has no extractable text (scanned images?); run OCR on it first")
     lines: list[str] = []
     page_starts: list[int] = []
