@@ -192,28 +192,23 @@ class Operators:
         """True when a note's text decides whether or where it is shown."""
         return bool(self.required or self.excluded)
 
-    def admits(self, text: str, forms: Callable[[str], Iterable[str]]) -> bool:
-        """True when a note of this text holds none of the excluded words or phrases (a hard rule).
+    def judge(self, text: str, forms: Callable[[str], Iterable[str]]) -> tuple[bool, bool]:
+        """(admitted, holds) for a note of this text, its words read once.
 
-        `forms`: a word → the forms the keyword index stores it in (its stemmers, then the tokenizer's porter),
-        so `-draft` leaves out a note that says "drafts" exactly when the keyword half would find it.
+        admitted: it holds none of the excluded words or phrases (a hard rule). `forms`: a word → the forms
+        the keyword index stores it in (its stemmers, then the tokenizer's porter), so `-draft` leaves out a
+        note that says "drafts" exactly when the keyword half would find it.
+        holds: one term of each required group (the phrases); such notes rank first, the others after them.
+        Not a filter: a question that quotes words its note words otherwise (SQuAD-it's 89 quoted questions)
+        kept 0.96 of its answers in the top 100 ranked, 0.70 filtered.
         """
-        return not self._found_any(self.excluded, text, forms)
-
-    def holds(self, text: str, forms: Callable[[str], Iterable[str]]) -> bool:
-        """True when a note of this text holds one term of each required group (the phrases): such notes rank
-        first, the others after them. Not a filter: a question that quotes words its note words otherwise
-        (SQuAD-it's 89 quoted questions) kept 0.96 of its answers in the top 100 ranked, 0.70 filtered."""
-        return all(self._found_any(group, text, forms) for group in self.required)
-
-    @staticmethod
-    def _found_any(terms: Iterable[Term], text: str, forms: Callable[[str], Iterable[str]]) -> bool:
-        terms = list(terms)
-        if not terms:
-            return False
         tokens = [fold(t) for t in WORD.findall(text)]
         present = set(tokens)
-        return any(term.found_in(tokens, present, forms) for term in terms)
+
+        def found(terms: Iterable[Term]) -> bool:
+            return any(term.found_in(tokens, present, forms) for term in terms)
+
+        return not found(self.excluded), all(found(group) for group in self.required)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}

@@ -803,8 +803,7 @@ class Searcher:
                 stale, current_text = fresh
                 if ops.reads_text:
                     if row.file_id not in admitted:
-                        note_text = self._note_text(reader, file_row, fresh)
-                        admitted[row.file_id] = (ops.admits(note_text, forms), ops.holds(note_text, forms))
+                        admitted[row.file_id] = ops.judge(self._note_text(reader, file_row, fresh), forms)
                     allowed_here, holds_phrases = admitted[row.file_id]
                     if not allowed_here or (not holds_phrases and later >= limit):
                         continue
@@ -1237,7 +1236,7 @@ class Searcher:
             if fresh is None:
                 dropped.append(row.path)
                 continue
-            if ops.reads_text and not ops.admits(self._note_text(reader, row, fresh), forms):
+            if ops.reads_text and not ops.judge(self._note_text(reader, row, fresh), forms)[0]:
                 continue
             chunks = self.store.file_chunks(row.id)
             first = chunks[0] if chunks else None
