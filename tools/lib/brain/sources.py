@@ -912,21 +912,29 @@ _PDFIUM_HYPHEN = "\x02"
 _PDFIUM_LOCK = threading.Lock()
 
 
-def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
-    """Decompressed bytes of one page's content streams (each stream decoded once, by object number)."""
+def _content_streams(page: Any) -> Iterator[tuple[int, Any]]:
+    """(a key naming the stream, the stream object) for each of one page's content streams."""
     from pypdf.generic import ArrayObject, IndirectObject
 
     contents = page.get("/Contents")
     if contents is None:
-        return 0
+        return
     resolved = contents.get_object() if isinstance(contents, IndirectObject) else contents
-    parts = list(resolved) if isinstance(resolved, ArrayObject) else [contents]
+    for part in list(resolved) if isinstance(resolved, ArrayObject) else [contents]:
+        yield (part.idnum if isinstance(part, IndirectObject) else id(part)), part
+
+
+def _stream_data(part: Any) -> bytes:
+    stream = part.get_object()
+    return stream.get_data() if hasattr(stream, "get_data") else b""
+
+
+def _page_content_bytes(page: Any, sizes: dict[int, int]) -> int:
+    """Decompressed bytes of one page's content streams (each stream decoded once, by object number)."""
     total = 0
-    for part in parts:
-        key = part.idnum if isinstance(part, IndirectObject) else id(part)
+    for key, part in _content_streams(page):
         if key not in sizes:
-            stream = part.get_object()
-            sizes[key] = len(stream.get_data()) if hasattr(stream, "get_data") else 0
+            sizes[key] = len(_stream_data(part))
         total += sizes[key]
     return total
 
@@ -973,17 +981,11 @@ def _nests_too_deeply(data: bytes) -> bool:
     """True when a page's content stream nests arrays over PDF_MAX_NESTING deep (read only for a PDF with no text,
     so the reason given is the right one; the streams' size was bounded by _check_pdf_bounds)."""
     from pypdf import PdfReader
-    from pypdf.generic import ArrayObject, IndirectObject
 
     for page in PdfReader(io.BytesIO(data)).pages:
-        contents = page.get("/Contents")
-        if contents is None:
-            continue
-        resolved = contents.get_object() if isinstance(contents, IndirectObject) else contents
-        for part in list(resolved) if isinstance(resolved, ArrayObject) else [contents]:
-            stream = part.get_object()
+        for _, part in _content_streams(page):
             depth = 0
-            for bracket in re.finditer(rb"[\[\]]", stream.get_data() if hasattr(stream, "get_data") else b""):
+            for bracket in re.finditer(rb"[\[\]]", _stream_data(part)):
                 depth += 1 if bracket.group() == b"[" else -1
                 if depth > PDF_MAX_NESTING:
                     return True
