@@ -42,6 +42,22 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
             path.write_text(content, encoding="utf-8")
 
 
+def pdf_of_pages(pages: list[str]) -> bytes:
+    """A PDF with one page per text, each line of it drawn in Helvetica (reportlab)."""
+    import io
+
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    for text in pages:
+        for n, line in enumerate(text.split("\n")):
+            pdf.drawString(72, 760 - 14 * n, line)
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
 def git(root: Path, *args: str) -> str:
     """Run git in root and return its stdout (raises on failure)."""
     out = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)

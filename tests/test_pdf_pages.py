@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, write
+from conftest import pdf_of_pages, run_cli, write
 
 from brain import Brain
 from brain.sources import PDF_TEXT_IDENTITY, extract_bytes
@@ -67,17 +67,9 @@ def labelled_book() -> bytes:
     """BOOK_PAGES as a PDF whose /PageLabels print i, ii, then 1, 2."""
     from pypdf import PdfReader, PdfWriter
     from pypdf.constants import PageLabelStyle
-    from reportlab.pdfgen import canvas
 
-    out = io.BytesIO()
-    pdf = canvas.Canvas(out)
-    for page in BOOK_PAGES:
-        for n, line in enumerate(page.split("\n")):
-            pdf.drawString(72, 760 - 14 * n, line)
-        pdf.showPage()
-    pdf.save()
     writer = PdfWriter()
-    for page in PdfReader(io.BytesIO(out.getvalue())).pages:
+    for page in PdfReader(io.BytesIO(pdf_of_pages(BOOK_PAGES))).pages:
         writer.add_page(page)
     writer.set_page_label(0, 1, style=PageLabelStyle.LOWERCASE_ROMAN)
     writer.set_page_label(2, 3, style=PageLabelStyle.DECIMAL)
@@ -131,18 +123,24 @@ def test_pages_in_text_are_runs_with_their_printed_labels() -> None:
     assert labelled_pages([3, 4], []) == "3-4"
 
 
-def test_a_schema_5_index_opens_upgraded_and_the_next_index_fills_the_labels(tmp_path: Path) -> None:
-    from brain.store import SCHEMA_VERSION
-
-    write(tmp_path, {"book.pdf": labelled_book()})
-    Brain(tmp_path).index()
-    db = Brain(tmp_path).settings.database_path
+def schema_5_index(root: Path) -> Path:
+    """The labelled book indexed in `root`, its index turned back into schema 5 (no page labels); its path."""
+    write(root, {"book.pdf": labelled_book()})
+    Brain(root).index()
+    db = Brain(root).settings.database_path
     conn = sqlite3.connect(db, isolation_level=None)
     conn.executescript("""
         ALTER TABLE files DROP COLUMN page_labels; ALTER TABLE extracted_text DROP COLUMN page_labels;
         PRAGMA user_version = 5;
     """)
     conn.close()
+    return db
+
+
+def test_a_schema_5_index_opens_upgraded_and_the_next_index_fills_the_labels(tmp_path: Path) -> None:
+    from brain.store import SCHEMA_VERSION
+
+    db = schema_5_index(tmp_path)
 
     hits = Brain(tmp_path).search("pelican", mode="bm25").results  # opening migrates; no labels yet
     assert [(h.path, h.page_labels) for h in hits] == [("book.pdf", [])]
@@ -160,15 +158,7 @@ def test_a_schema_5_index_opens_upgraded_and_the_next_index_fills_the_labels(tmp
 def test_a_schema_5_index_opened_read_only_answers_without_labels(tmp_path: Path) -> None:
     from brain.store import SqliteStore
 
-    write(tmp_path, {"book.pdf": labelled_book()})
-    Brain(tmp_path).index()
-    db = Brain(tmp_path).settings.database_path
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.executescript("""
-        ALTER TABLE files DROP COLUMN page_labels; ALTER TABLE extracted_text DROP COLUMN page_labels;
-        PRAGMA user_version = 5;
-    """)
-    conn.close()
+    db = schema_5_index(tmp_path)
     store = SqliteStore(db, readonly=True)
     try:
         row = store.get_file("book.pdf")

@@ -12,7 +12,7 @@ import pytest
 from brain.config import load_settings
 from brain.errors import BrainError
 from brain.sources import ExtractionError, discover, extract_bytes, pages_for_lines
-from conftest import init_repo, write
+from conftest import init_repo, pdf_of_pages, write
 
 
 def found(root: Path) -> list[str]:
@@ -125,16 +125,7 @@ def test_binary_file_is_refused_with_reason() -> None:
 
 
 def _pdf(pages: list[str], password: str | None = None) -> bytes:
-    from reportlab.pdfgen import canvas
-
-    buffer = io.BytesIO()
-    pdf = canvas.Canvas(buffer)
-    for text in pages:
-        for n, line in enumerate(text.split("\n")):
-            pdf.drawString(72, 760 - 14 * n, line)
-        pdf.showPage()
-    pdf.save()
-    data = buffer.getvalue()
+    data = pdf_of_pages(pages)
     if password is None:
         return data
     from pypdf import PdfReader, PdfWriter
