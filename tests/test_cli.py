@@ -44,6 +44,27 @@ def test_help_imports_nothing_heavy() -> None:
     assert result.returncode == 0 and "search" in result.stdout
 
 
+def test_keyword_search_imports_no_numpy(indexed_example: Path) -> None:
+    """A bm25 search (text, JSON, a typo, an operator) and a grep answer without numpy, the model or the
+    servers: numpy alone cost a third of a keyword search's whole process."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from brain.cli import main\n"
+        f"root = {str(indexed_example)!r}\n"
+        "for argv in (['search', 'nginx SSL', '--mode', 'bm25'], ['search', 'ngnix', '--mode', 'bm25', '--json'],\n"
+        "             ['search', 'path:diary certificate', '--mode', 'bm25', '--explain'], ['grep', 'nginx']):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        assert main(['--root', root, *argv]) == 0, argv\n"
+        "    assert out.getvalue().strip(), argv\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules and m != 'brain.search' and m != 'brain.embeddings'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     result = run_cli("--root", str(example_notes), "index", "--yes", "--json")
     assert result.returncode == 0, result.stderr

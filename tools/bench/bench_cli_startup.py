@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-process time of `brain --help` and of a bm25 `brain search`, for two versions of brain in one run.
+"""Whole-process time of `brain --help` and of a bm25 and a hybrid `brain search`, for two versions of brain in one run.
 
 The front door's own cost is what a shell user and /memory-search pay on every
 call: interpreter start, imports, argument parsing. Both versions run against
@@ -28,6 +28,7 @@ COMMANDS = {
     "--help": ["--help"],
     "search --help": ["search", "--help"],
     "search bm25": ["search", "nginx SSL certificate", "--mode", "bm25", "-k", "5"],
+    "search (hybrid)": ["search", "nginx SSL certificate", "-k", "5"],
 }
 
 

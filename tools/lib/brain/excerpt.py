@@ -37,9 +37,10 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 HEAD_CHARS = 1200
 STEM_CHARS = 6
@@ -63,18 +64,19 @@ def _fold_char(ch: str) -> str:
     return base if len(base) == 1 else lowered
 
 
+_FOLDED = [ord(_fold_char(chr(cp))) for cp in range(_LUT_SIZE)]
+_FOLD_TABLE = {cp: chr(code) for cp, code in enumerate(_FOLDED) if code != cp}  # for str.translate
+
+
+@functools.cache
 def _tables() -> tuple[np.ndarray, np.ndarray]:
-    fold = np.arange(_LUT_SIZE, dtype=np.uint32)
-    word = np.zeros(_LUT_SIZE, dtype=bool)
-    for cp in range(_LUT_SIZE):
-        ch = chr(cp)
-        fold[cp] = ord(_fold_char(ch))
-        word[cp] = ch.isalnum()
+    """The lookup tables as arrays. numpy loads only when a long text needs a window: a search that
+    prints previews starts faster without it."""
+    import numpy as np
+
+    fold = np.array(_FOLDED, dtype=np.uint32)
+    word = np.array([chr(cp).isalnum() for cp in range(_LUT_SIZE)], dtype=bool)
     return fold, word
-
-
-_FOLD_LUT, _WORD_LUT = _tables()
-_FOLD_TABLE = {cp: chr(code) for cp, code in enumerate(_FOLD_LUT.tolist()) if code != cp}  # for str.translate
 _PAST_TABLE = re.compile(f"[^\\x00-\\u{_LUT_SIZE - 1:04x}]")
 
 
@@ -145,11 +147,14 @@ def _beyond_table(cp: int) -> tuple[int, bool]:
 
 
 def _letters(text: str) -> _Letters:
+    import numpy as np
+
+    fold_lut, word_lut = _tables()
     n = len(text)
     # NUL padding (folds to 0, matches no term) lets a stem be compared at any word start.
     raw = np.frombuffer((text + "\0" * STEM_CHARS).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    codes = np.take(_FOLD_LUT, raw, mode="clip")
-    word = np.take(_WORD_LUT, raw[:n], mode="clip")
+    codes = np.take(fold_lut, raw, mode="clip")
+    word = np.take(word_lut, raw[:n], mode="clip")
     big = np.flatnonzero(raw >= _LUT_SIZE)
     if len(big):
         # Characters beyond the table (Greek, Cyrillic, CJK, ’ or —): look each distinct one up once.
@@ -166,6 +171,8 @@ def _letters(text: str) -> _Letters:
 
 def _term_positions(letters: _Letters, term: str) -> np.ndarray:
     """Start positions of words whose first 6 letters are `term` (or that equal it, when shorter)."""
+    import numpy as np
+
     codes, n, k = letters.codes, len(letters.word), len(term)
     if k == 0 or k > n:
         return np.zeros(0, dtype=np.int64)
@@ -251,6 +258,8 @@ def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int 
     head_limit = max(0, min(head_chars, budget // 4))
     head_text, head_end = _prefix(text, head_limit)
     window_chars = budget - len(head_text) - len(SEPARATOR) - len(TRUNCATED)
+
+    import numpy as np
 
     stems = query_stems(query)
     positions: dict[str, np.ndarray] = {}

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 from .chunking import chunking_words
 from .errors import shown
 from .grep import GrepResponse, TextRange
-from .indexer import ScanReport
 from .search import WEAK_COSINE, SearchResponse, matched_spans
 from .terminal import Style
 from .texts import labelled_pages, page_ranges
 
 if TYPE_CHECKING:
     from .ask import AskResult
+    from .indexer import ScanReport  # type only: indexing's modules load numpy
 
 
 def as_json(data: Any) -> str:

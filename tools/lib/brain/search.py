@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
@@ -912,6 +913,8 @@ class Searcher:
 
     def _files_of(self, chunk_ids: list[int]) -> dict[int, int]:
         """Chunk id → file id, from the vectors held in memory where they are (no text read), else the store."""
+        import numpy as np
+
         out: dict[int, int] = {}
         vectors = self._vectors if self._version == self.store.data_version() else None
         if vectors is not None and len(vectors[0]):
@@ -1031,7 +1034,8 @@ class Searcher:
             scoring = self._keyword_thread().submit(store.score_matches, match, also)
         elif use_keyword:
             store.score_matches(match, also)
-        ids, sims = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        ids: np.ndarray | None = None  # with `sims`: the vector half's scores, when this process holds the matrix
+        sims: np.ndarray | None = None
         try:
             if vectors is not None:
                 ids, sims = self._vector_half(query, vectors, found, allowed, pool)
@@ -1060,8 +1064,10 @@ class Searcher:
                 found.keyword[cid] = score
             if use_vector and keyword_only:
                 # Keyword-only candidates get their exact cosine too.
-                found.cosine.update(self.store.cosines(query_vector, keyword_only) if query_vector is not None
-                                    else self._cosines_of(keyword_only, ids, sims))
+                if query_vector is not None:
+                    found.cosine.update(self.store.cosines(query_vector, keyword_only))
+                elif ids is not None and sims is not None:
+                    found.cosine.update(self._cosines_of(keyword_only, ids, sims))
             if use_vector and self._index_counts().get("pending_vectors"):
                 found.pending = store.pending_among([cid for cid in found.ids if cid not in found.cosine])
             self._raise_whole_titles(query, found, profile)
@@ -1136,6 +1142,8 @@ class Searcher:
 
         Touches no database: it runs while another thread uses the connection.
         """
+        import numpy as np
+
         ids, file_ids, matrix = vectors
         if not len(ids):
             return ids, np.zeros(0, dtype=np.float32)
@@ -1165,6 +1173,8 @@ class Searcher:
     @staticmethod
     def _cosines_of(chunk_ids: list[int], ids: np.ndarray, sims: np.ndarray) -> dict[int, float]:
         """The cosines of these chunks (a chunk without a vector has none)."""
+        import numpy as np
+
         # ids are sorted (vector_matrix orders by id): look rows up by bisection.
         rows = np.searchsorted(ids, np.array(chunk_ids, dtype=np.int64))
         out: dict[int, float] = {}

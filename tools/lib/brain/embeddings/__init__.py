@@ -18,8 +18,10 @@ what the cache lacks.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..config import BUNDLED_MODEL, Settings, announce_once
 from .base import LIGHT_DOCUMENT_LIMIT, MINILM, TORCH_HINT, EmbeddingBackend, VectorCache, text_hash
@@ -152,6 +154,8 @@ class Embedder:
         Identical texts are encoded once. `on_progress(n)` is told as texts are
         done (cached ones at once, the rest a batch at a time).
         """
+        import numpy as np
+
         hashes = [text_hash(t) for t in texts]
         found = cache.cached_vectors(self.identity, list(set(hashes)))
         unique: dict[str, int] = {}

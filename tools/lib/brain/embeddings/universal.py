@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..config import BUNDLED_MODEL, Settings
 from ..errors import BrainError
@@ -111,10 +112,14 @@ class UniversalEncoderBackend:
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised float32 vectors for chunk texts."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.asarray(self.model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
 
     def encode_query(self, text: str) -> np.ndarray:
         """The normalised vector of one query."""
+        import numpy as np
+
         return np.asarray(self.model.encode(text), dtype=np.float32).reshape(self.dimension)

@@ -16,9 +16,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Tokenizers an index may be built with; the query goes through the same one.
 FTS_TOKENIZERS = ("unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2")

@@ -20,9 +20,10 @@ import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..errors import BrainError, Interrupted
 from .base import (
@@ -690,6 +691,8 @@ class SqliteStore(MetaRecords):
         Search holds the matrix itself on SQLite (searches_vectors is False); this is the interface's
         one-off form, for callers that keep no matrix.
         """
+        import numpy as np
+
         ids, files, matrix = self.vector_matrix(len(query))
         sims = matrix @ np.asarray(query, dtype=np.float32)
         if file_ids is not None:
@@ -699,6 +702,8 @@ class SqliteStore(MetaRecords):
 
     def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
         """The exact cosine of each of these chunks with `query` (a chunk without a vector has none)."""
+        import numpy as np
+
         q = np.asarray(query, dtype=np.float32)
         return {
             cid: float(np.frombuffer(vector, dtype=np.float32) @ q) for cid, vector in self.chunk_vectors(ids).items()
@@ -710,6 +715,8 @@ class SqliteStore(MetaRecords):
         Read a few thousand rows at a time into the final arrays: holding every
         row's bytes at once, then joining them, took three times the matrix's size.
         """
+        import numpy as np
+
         count = self.conn.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()[0]
         ids = np.zeros(count, dtype=np.int64)
         file_ids = np.zeros(count, dtype=np.int64)
