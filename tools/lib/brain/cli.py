@@ -786,6 +786,19 @@ def _interrupted(exc: BaseException | None) -> int:
     """Ctrl-C: a rebuild says what is true of its index (errors.Interrupted); a scan keeps every file it finished."""
     said = str(exc or "") or "interrupted; every file finished before the interrupt stays indexed"
     sys.stderr.write(f"brain: {said}\n")
+    if "torch" in sys.modules:
+        # torch interrupted inside a batch aborts the process as it exits ("terminate called without an
+        # active exception", SIGABRT), after everything was written and said: end it without native clean-up.
+        import atexit
+        import logging
+
+        def leave() -> None:
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+
+        atexit.register(leave)
     return 130
 
 
