@@ -203,7 +203,11 @@ def test_corpora_are_separate(client: httpx.Client, work_notes: Path) -> None:
     same = client.post("/c/default/search", json={"query": "progetti Laravel", "limit": 3}).json()
     assert same["results"] == client.post("/search", json={"query": "progetti Laravel", "limit": 3}).json()["results"]
     report = client.post("/c/work/index").json()
-    assert report["counts"]["unchanged"] == 2 and report["database"] == str(work_notes / ".brain" / "brain.sqlite")
+    assert report["counts"]["unchanged"] == 2 and report["database"] == ".brain/brain.sqlite"
+    # No report tells a client where the notes are on this machine.
+    for answer in (client.get("/c/work/status"), client.get("/c/work/stats"), client.post("/c/work/index")):
+        assert answer.status_code == 200 and str(work_notes) not in answer.text, answer.text
+    assert client.get("/c/work/status").json()["root"] == "."
     missing = client.post("/c/nope/search", json={"query": "robots"})
     assert missing.status_code == 404 and missing.json()["field"] == "corpus"
     assert client.get("/c/work/file", params={"path": "private/salary.md"}).status_code == 403

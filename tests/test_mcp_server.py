@@ -180,5 +180,9 @@ def test_grep_get_file_ask_and_status(indexed_example: Path) -> None:
 
             status = data(await session.call_tool("memory_status", {}))
             assert status["files_indexed"] == 17 and status["database_exists"] is True and "clean" in status
+            # No report tells a client where the notes are on this machine.
+            stats = data(await session.call_tool("memory_stats", {}))
+            assert status["root"] == "." and status["database"] == ".brain/brain.sqlite"
+            assert str(indexed_example) not in json.dumps([status, stats])
 
     anyio.run(check)

@@ -63,6 +63,28 @@ def _as_dict(result: Any) -> Any:
     return result.to_dict() if hasattr(result, "to_dict") else result
 
 
+# The reports that name where things are on this machine (the notes folder, the index file).
+LOCATED = ("index", "status", "stats")
+OUTSIDE = "(outside the notes folder)"
+
+
+def without_location(data: Any, root: Path) -> Any:
+    """A report with every path of this machine made relative to the notes folder (`.` for the folder itself),
+    or OUTSIDE: servers do not tell clients where the notes are. Only whole values that are paths change."""
+    if isinstance(data, dict):
+        return {key: without_location(value, root) for key, value in data.items()}
+    if isinstance(data, list):
+        return [without_location(value, root) for value in data]
+    if isinstance(data, str) and os.path.isabs(data) and "\n" not in data:
+        place = Path(data).resolve()
+        if place == root:
+            return "."
+        if place.is_relative_to(root):
+            return place.relative_to(root).as_posix()
+        return OUTSIDE
+    return data
+
+
 def note_path(settings: Any, raw: str, *, field: str = "path") -> str:
     """The note `raw` names, as a root-relative path, or PathRefused / NoteNotFound.
 
@@ -184,6 +206,11 @@ class ServedCorpus:
             params["path"] = _note_or_folder(settings, params["path"])
             field_name = "path"
         lock = self._lock if op.read_only else self._write_lock
+        if name in LOCATED:
+            return without_location(self._call(op, params, lock, field_name), Path(self.root).resolve())
+        return self._call(op, params, lock, field_name)
+
+    def _call(self, op: Any, params: dict[str, Any], lock: Any, field_name: str | None) -> Any:
         with lock, _not_indexed_is_not_found(field_name or "path"):
             try:
                 return _as_dict(getattr(self.brain, op.method)(**params))
