@@ -57,7 +57,7 @@ def test_install_creates_then_is_idempotent_then_refuses_a_different_file(tmp_pa
     assert target.read_text(encoding="utf-8") == template_text()
 
 
-def test_markdown_results_are_numbered_with_path_score_parts_lines_and_preview(indexed_example: Path) -> None:
+def test_markdown_results_are_numbered_with_path_relevance_lines_and_preview(indexed_example: Path) -> None:
     out = run_cli("--root", str(indexed_example), "search", "progetti", "Laravel", "--format", "markdown", "-k", "3")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -66,7 +66,7 @@ def test_markdown_results_are_numbered_with_path_score_parts_lines_and_preview(i
     assert [r.split(".")[0] for r in results] == ["1", "2", "3"]
     first = results[0]
     assert re.search(r"\*\*database/projects/gengle/index\.md\*\*", first)
-    assert re.search(r"Score: \d\.\d{3} \(vector: \d\.\d{3}, keyword: \d\.\d{3}\)", first)
+    assert re.search(r"Relevance: 100%", first)
     assert re.search(r"Lines: \d+-\d+", first)
     preview = lines[lines.index(first) + 1]
     assert preview.startswith("   > ") and "Laravel" in preview

@@ -77,11 +77,12 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     assert len(data["results"]) == 3
     for hit in data["results"]:
         assert {
-            "path", "score", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale"
+            "path", "score", "relevance", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale"
         } <= hit.keys()
         assert "\\" not in hit["path"] and not hit["path"].startswith("/")
     text = run_cli("--root", str(example_notes), "search", "nginx", "SSL", "--mode", "bm25", "--explain")
-    assert text.returncode == 0 and "Score:" in text.stdout and "Lines:" in text.stdout and "bm25" in text.stdout
+    assert text.returncode == 0 and "Relevance: 100% (score 1.000: keyword: 1.000)" in text.stdout
+    assert "Lines:" in text.stdout and "bm25" in text.stdout
     stats = run_cli("--root", str(example_notes), "stats", "--json")
     data = json.loads(stats.stdout)
     assert data["files"] == 17
@@ -316,3 +317,14 @@ def test_status_stats_and_explain_speak_words_not_internals(tmp_path: Path) -> N
         assert "v3:" not in text and "chars=" not in text and "reads" not in text and "schema" not in text
     assert "over the candidates: mean" in explained and "how far each half's best stands out" in explained
     assert "pool" not in explained and "field share" not in explained and "std" not in explained
+
+
+def test_search_says_what_the_cutoff_left_out_and_no_cutoff_keeps_it(indexed_example: Path) -> None:
+    query = "ricetta della torta al cioccolato della nonna"
+    cut = run_cli("--root", str(indexed_example), "search", query, "-k", "10")
+    assert cut.returncode == 0, cut.stderr
+    results = [ln for ln in cut.stdout.splitlines() if ln[:1].isdigit()]
+    assert results[0].count("Relevance: 100%") == 1 and len(results) < 10
+    assert f"({10 - len(results)} more results under 5% relevance left out (--no-cutoff shows them))" in cut.stdout
+    every = run_cli("--root", str(indexed_example), "search", query, "-k", "10", "--no-cutoff")
+    assert len([ln for ln in every.stdout.splitlines() if ln[:1].isdigit()]) == 10 and "left out" not in every.stdout

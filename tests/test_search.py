@@ -115,6 +115,33 @@ def test_scores_and_components(brain: Brain) -> None:
     assert len({h.path for h in response.results}) == len(response.results)  # one hit per file
 
 
+def test_relevance_reads_0_to_1_and_the_cutoff_drops_only_what_is_far_below_the_best(brain: Brain) -> None:
+    query = "ricetta della torta al cioccolato della nonna"
+    every = brain.search(query, limit=10, no_cutoff=True)
+    assert len(every.results) == 10 and every.cut_off == 0
+    relevance = [h.relevance for h in every.results]
+    assert relevance[0] == 1.0 and relevance == sorted(relevance, reverse=True)
+    assert all(0.0 <= r <= 1.0 for r in relevance)
+    # (score - mean) / (best - mean): with z-score fusion the candidates' mean is about 0
+    assert relevance[1] == pytest.approx(every.results[1].score / every.results[0].score, abs=0.02)
+    cut = brain.search(query, limit=10)
+    kept = [h for h in every.results if h.relevance >= 0.05]
+    assert [h.path for h in cut.results] == [h.path for h in kept] and len(kept) < 10
+    assert cut.cut_off == 10 - len(kept) and cut.to_dict()["cut_off"] == {"results": cut.cut_off, "below": 0.05}
+    assert "diary/2024-03-14.md" in [h.path for h in cut.results]  # the judged second answer stays
+    assert "cut_off" not in every.to_dict()
+    # bm25 mode is never cut: every result there holds a query word.
+    assert brain.search(query, limit=10, mode="bm25").cut_off == 0
+
+
+def test_one_candidate_reads_as_fully_relevant(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": "# Zebra\n\nThe zebra crossing outside the office.\n"})
+    only = Brain(tmp_path)
+    only.index()
+    hit, = only.search("zebra").results
+    assert hit.relevance == 1.0
+
+
 def test_chunks_mode_lists_chunks(brain: Brain) -> None:
     hits = brain.search("nexum nginx", chunks=True, limit=20).results
     assert len({h.path for h in hits}) < len(hits)
@@ -126,7 +153,8 @@ def test_filters_on_frontmatter_and_path(brain: Brain) -> None:
     archived = {h.path for h in brain.search("project", where=["status=archived"], limit=20).results}
     assert "database/projects/orto/index.md" in archived
     assert not archived & {h.path for h in active}
-    not_archived = {h.path for h in brain.search("project", where=["status!=archived"], limit=20).results}
+    not_archived = {h.path for h in brain.search("project", where=["status!=archived"], limit=20,
+                                                 no_cutoff=True).results}
     assert "diary/2024-03-14.md" in not_archived and not not_archived & archived
     tagged = {h.path for h in brain.search("project", where=["stack=laravel"], limit=20).results}
     assert tagged == {"database/projects/gengle/index.md"}

@@ -78,6 +78,16 @@ def test_no_escapes_with_no_color_in_json_or_through_a_pipe(notes: Path) -> None
     assert MARKED.format("dogs") in forced.stdout  # asked for by name: NO_COLOR yields to the flag
 
 
+def test_grep_links_each_matching_path_and_marks_the_match(notes: Path) -> None:
+    shown = on_a_terminal("--root", str(notes), "grep", "hot.ogs")
+    uri = f"file://{socket.gethostname()}{notes.resolve()}/dogs.md"
+    assert f"{ESC}]8;;{uri}{ESC}\\dogs.md{ESC}]8;;{ESC}\\:3:" in shown
+    assert f"The running dogs ran home; {MARKED.format('hotdogs')}." in shown
+    assert ESC not in on_a_terminal("--root", str(notes), "grep", "hotdogs", "--color", "never")
+    piped = run_cli("--root", str(notes), "grep", "hotdogs")
+    assert piped.stdout.startswith("dogs.md:3:") and ESC not in piped.stdout
+
+
 def test_a_vault_links_to_obsidian(tmp_path: Path) -> None:
     vault = tmp_path / "My Vault"
     write(vault, {".obsidian/app.json": "{}", "brain.toml": "[search]\nmode = \"bm25\"\n",

@@ -138,7 +138,8 @@ def test_a_kind_asks_for_things_each_shown_once_by_its_main_note(indexed_example
     paths = [hit.path for hit in Brain(indexed_example).search("progetti archiviati", limit=10).results]
     assert "database/projects/ricettario/index.md" in paths[:2]
     assert "database/projects/ricettario/torta-al-cioccolato.md" not in paths
-    literal = [h.path for h in Brain(indexed_example).search("progetti archiviati", limit=30, literal=True).results]
+    literal = [h.path for h in Brain(indexed_example).search("progetti archiviati", limit=30, literal=True,
+                                                            no_cutoff=True).results]
     assert "database/projects/ricettario/torta-al-cioccolato.md" in literal
 
 

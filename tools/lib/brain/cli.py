@@ -229,13 +229,16 @@ def reindex_command(paths: tuple[str, ...], as_json: bool) -> int:
     return EXIT_FAILURE if report.failed else EXIT_OK
 
 
+_color_option = click.option(
+    "--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+    help="Clickable paths and highlighted words in the text view: auto is on a terminal unless NO_COLOR is set.")
+
+
 @operation_command("search")
 @_json_option
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default=None,
               help="Output format (default text; --json is --format json).")
-@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
-              help="Clickable paths and highlighted words in the text view: auto is on a terminal unless NO_COLOR "
-              "is set.")
+@_color_option
 def search_command(as_json: bool, fmt: str | None, color: str, **given: Any) -> int:
     from . import render
     from .terminal import Style, wants_escapes
@@ -281,15 +284,19 @@ def ask_command(as_json: bool, **given: Any) -> int:
 
 @operation_command("grep")
 @_json_option
-def grep_command(as_json: bool, **given: Any) -> int:
+@_color_option
+def grep_command(as_json: bool, color: str, **given: Any) -> int:
     from . import render
+    from .terminal import Style, wants_escapes
 
     options = operation_arguments(operation("grep"), given)
-    response = _brain().grep(options.pop("pattern"), **options)
+    brain = _brain()
+    response = brain.grep(options.pop("pattern"), **options)
     if as_json:
         click.echo(render.as_json(response.to_dict()))
     elif response.matches:
-        click.echo(render.grep_text(response))
+        style = Style(brain.root) if wants_escapes(color, sys.stdout) else Style.plain()
+        click.echo(render.grep_text(response, style), color=style.on)
     for note in render.grep_notes(response):
         sys.stderr.write(f"brain: {note}\n")
     return EXIT_OK if response.matches else EXIT_FAILURE  # as grep and ripgrep: 1 when nothing matches

@@ -143,6 +143,8 @@ SETTINGS: tuple[Setting, ...] = (
             choices=FTS_TOKENIZERS),
     Setting("search.stemmer", str, "auto", "Snowball stemmer before the tokenizer; auto: each file in its own language",
             choices=STEMMERS),
+    Setting("search.cutoff", float, 0.05, "hybrid and vector modes leave out results whose relevance is under "
+            "this (a share of the best result's lead over the average candidate; 0: keep all)", low=0, high=1),
     Setting("search.understanding", str, "on", "on: a query's kind of note, frontmatter values, status and time "
             "words rank the notes that have them first; off: words only (as --literal)", choices=("on", "off")),
     # `brain ask`: any OpenAI-compatible chat endpoint; empty model = no model (ask lists its sources).

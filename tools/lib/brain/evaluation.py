@@ -483,8 +483,9 @@ def evaluate(
             times: list[float] = []
             for qid, text in collection.queries.items():
                 def searched(literal: bool) -> SearchResponse:
+                    # No cut-off: R@100 and nDCG measure the ranking (tools/bench/bench_cutoff.py measures the cut).
                     return searcher.search(text, mode=mode, limit=limit, fusion=fusion, vector_weight=weight,
-                                           path_prefix=collection.paths.get(qid), literal=literal)
+                                           path_prefix=collection.paths.get(qid), literal=literal, no_cutoff=True)
 
                 try:
                     try:

@@ -80,7 +80,9 @@ OPERATIONS: tuple[Operation, ...] = (
         summary="Find the notes that talk about QUERY.",
         description=(
             "Ranks the notes by keywords (BM25) and by meaning (a multilingual embedding model) at once, "
-            "one result per file, best first, with path, score, line range and a preview read from the file "
+            "one result per file, best first, with path, score, relevance (0-1: how far it stands above the "
+            "average candidate, as a share of the best result's lead; those under the search.cutoff setting are "
+            "left out), line range and a preview read from the file "
             "as it is now. Ask in Italian or English, in any words; names, codes and dates match exactly. "
             "Read the files before relying on a preview: the index points, the files are the truth."
         ),
@@ -105,6 +107,8 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("literal", "bool", "Words only: no operators (quotes, -word, OR, key:value are plain text) and no "
                   "reading of the query's kind of note, frontmatter values, status or time words "
                   "(\"progetti Laravel del 2024\") as things the notes must have.", default=False),
+            Param("no_cutoff", "bool", "Keep every result up to the limit, even those far below the best "
+                  "(the search.cutoff setting leaves them out).", default=False),
             Param("explain", "bool", "Show how each score was made: both halves, the fusion, the fields that matched.",
                   default=False),
             Param("excerpt_chars", "int", "Also give each result the relevant excerpt of its file, about this many "

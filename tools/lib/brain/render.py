@@ -59,7 +59,9 @@ def _echo(query: str) -> str:
     return query if len(query) <= QUERY_ECHO_CHARS else query[: QUERY_ECHO_CHARS - 1].rstrip() + "…"
 
 
-def _score_line(hit: Any) -> str:
+def _score_line(hit: Any, explain: bool = False) -> str:
+    """`Relevance: 64%` (how far the result stands above the average candidate, as a share of the best one's
+    lead), with the raw fused score and its halves under --explain."""
     parts = []
     if hit.vector_score is not None:
         parts.append(f"vector: {hit.vector_score:.3f}")
@@ -69,7 +71,8 @@ def _score_line(hit: Any) -> str:
     has = "" if getattr(hit, "satisfies", None) is None else f"  Has: {hit.satisfies} understood"
     if not parts:  # a query of only operators: nothing was scored, the note passed them
         return "Passes the filters" + has
-    return f"Score: {hit.score:.3f}" + (f" ({', '.join(parts)})" if parts else "") + has
+    raw = f" (score {hit.score:.3f}: {', '.join(parts)})" if explain else ""
+    return f"Relevance: {hit.relevance:.0%}{raw}{has}"
 
 
 _POOL_WORDS = {"std": "deviation", "min": "lowest", "max": "highest"}
@@ -161,13 +164,13 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
             out.append(
-                f"{n}. **{shown(hit.path)}** — {_score_line(hit)} — "
+                f"{n}. **{shown(hit.path)}** — {_score_line(hit, explain)} — "
                 f"Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
             )
             out.append(f"   > {hit.preview}")
         else:
             out.append(
-                f"{n}. {style.link(hit.path, shown(hit.path))}  {_score_line(hit)}  "
+                f"{n}. {style.link(hit.path, shown(hit.path))}  {_score_line(hit, explain)}  "
                 f"Lines: {hit.start_line}-{hit.end_line}{pages}{stale}"
             )
             out.append(f"   Preview: {marked(hit.preview)}")
@@ -175,6 +178,11 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
             out.extend(_explain_lines(hit))
         if hit.excerpt is not None:
             out.extend(_excerpt_lines(hit, markdown, marked))
+    if response.cut_off:
+        many = response.cut_off != 1
+        note = (f"{response.cut_off} more result{'s' if many else ''} under {response.cutoff:.0%} relevance left out "
+                "(--no-cutoff shows them)")
+        out.append(f"_{note}_" if markdown else f"({note})")
     for path in response.dropped:
         out.append(f"(dropped {shown(path)}: deleted since it was indexed; run `brain index`)")
     if not response.results:
@@ -189,8 +197,10 @@ def _excerpt_lines(hit: Any, markdown: bool, marked: Any = None) -> list[str]:
     return [f"   {label}", *(f"   | {marked(ln) if marked else ln}" for ln in hit.excerpt.split("\n"))]
 
 
-def grep_text(response: GrepResponse) -> str:
-    """grep-like lines: `path:line:offset: text`, context as `path-line- text`, groups split by `--`."""
+def grep_text(response: GrepResponse, style: Style | None = None) -> str:
+    """grep-like lines: `path:line:offset: text`, context as `path-line- text`, groups split by `--`; `style`
+    links each matching line's path and marks the match."""
+    style = style or Style.plain()
     out: list[str] = []
     grouped = any(m.before or m.after for m in response.matches)
     for index, match in enumerate(response.matches):
@@ -199,7 +209,9 @@ def grep_text(response: GrepResponse) -> str:
         for n, line in enumerate(match.before):
             out.append(f"{shown(match.path)}-{match.line - len(match.before) + n}- {line}")
         page = f"[p. {match.page}] " if match.page is not None else ""
-        out.append(f"{shown(match.path)}:{match.line}:{match.offset}: {page}{match.text}")
+        at = match.text.find(match.match) if match.match else -1
+        text = style.mark(match.text, [(at, at + len(match.match))] if at >= 0 else [])
+        out.append(f"{style.link(match.path, shown(match.path))}:{match.line}:{match.offset}: {page}{text}")
         for n, line in enumerate(match.after, 1):
             out.append(f"{shown(match.path)}-{match.line + n}- {line}")
     return "\n".join(out)

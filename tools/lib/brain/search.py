@@ -73,6 +73,9 @@ class SearchHit:
     excerpt: str | None = None
     content_len: int | None = None
     satisfies: int | None = None  # how many of the understood constraints its note satisfies (None: none understood)
+    # The score as a share of the best result's, both measured above the average candidate (0-1): what a person
+    # reads, whatever the mode or fusion. 1.0 when nothing can be compared (one candidate, or all alike).
+    relevance: float = 1.0
 
     def to_dict(self, explain: bool = False, excerpts: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -114,6 +117,9 @@ class SearchResponse:
     # The query's own operators (operators.py): phrases, exclusions, OR, path:, tag:, key:value, key>value.
     operators: dict[str, Any] = field(default_factory=dict)
     operators_line: str = ""
+    # Results left out by the relevance cut-off (below search.cutoff of the best); no_cutoff keeps them.
+    cut_off: int = 0
+    cutoff: float = 0.0
     # The --path-prefix / --where filters left no indexed note at all: which part, and what is there instead.
     unmatched_filter: str = ""
     # The query's words as the index stems them (→ the word as typed) and the languages stemmed in: what a
@@ -158,6 +164,8 @@ class SearchResponse:
             data["understood"] = self.understood
         if self.operators:  # only then, like understood
             data["operators"] = self.operators
+        if self.cut_off:  # only then, like understood
+            data["cut_off"] = {"results": self.cut_off, "below": self.cutoff}
         if self.unmatched_filter:
             data["unmatched_filter"] = self.unmatched_filter
         return data
@@ -591,6 +599,33 @@ class IndexProfile:
         return query_stemmers(self.languages)
 
 
+def rate_relevance(hits: list[SearchHit], fused: dict[int, Fused], cutoff: float,
+                   held: dict[int, bool]) -> list[SearchHit]:
+    """Set each hit's relevance and return those the cut-off keeps, in their order.
+
+    Relevance is (score − mean) / (best − mean), clipped to 0..1, with the mean
+    over every candidate the fusion scored: a fused score has no scale of its
+    own (z-scores, BM25 over the best, a cosine), but how far a result stands
+    above the crowd, next to how far the best one does, reads the same in every
+    mode. A hit under `cutoff` goes, unless its note holds the quoted phrases or
+    satisfies something the query was understood to name: those were ranked
+    first on purpose.
+    """
+    if not hits:
+        return hits
+    mean = sum(part.score for part in fused.values()) / len(fused)
+    best = max(fused[h.chunk_id].score for h in hits)
+    kept: list[SearchHit] = []
+    above = best - mean
+    for hit in hits:
+        share = (fused[hit.chunk_id].score - mean) / above if above > 1e-9 else 1.0
+        hit.relevance = round(min(1.0, max(0.0, share)), 3)
+        chosen = held.get(hit.chunk_id, False) or bool(hit.satisfies)
+        if hit.relevance >= cutoff or chosen or not kept:
+            kept.append(hit)
+    return kept
+
+
 class Searcher:
     """Searches one index; keeps its vectors warm across queries and reloads them when the index changes."""
 
@@ -686,6 +721,7 @@ class Searcher:
         fusion: str | None = None,
         excerpt_chars: int | None = None,
         literal: bool = False,
+        no_cutoff: bool = False,
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
@@ -700,6 +736,9 @@ class Searcher:
         share of the semantic half in it. Both default to the settings.
         `excerpt_chars`: each hit also carries the relevant excerpt (about that
         many characters) of its file as it is now, and `content_len`.
+        Results whose relevance is under the search.cutoff setting are left out
+        (a note that holds the quoted phrases or satisfies what was understood
+        stays), unless `no_cutoff`.
         """
         started = time.monotonic()
         # The settings were checked when loaded; only what the caller passes is checked here.
@@ -838,6 +877,12 @@ class Searcher:
             # order is the same in every index of the same notes, whatever the insertion order.
             hits = sorted(hits, key=lambda h: (not held.get(h.chunk_id, True), -raw[h.chunk_id][0],
                                                -raw[h.chunk_id][1], h.path))[:limit]
+            # Not in bm25 mode: every result there holds a query word, and a note that says it once in a long
+            # text scores far below one that repeats it (17 relevant results of agency's top 10 fell under 0.1).
+            cutoff = 0.0 if no_cutoff or mode == "bm25" else self.settings["search.cutoff"]
+            shown = rate_relevance(hits, fused, cutoff, held if ops.phrases else {})
+            cut = len(hits) - len(shown)
+            hits = shown
             if candidates.use_keyword and hits:
                 self._explain_fields(hits, searched_forms)
             counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
@@ -852,7 +897,8 @@ class Searcher:
                                       operators=ops.to_dict(), operators_line=ops.line,
                                       unmatched_filter="" if allowed is None or allowed else
                                       self._unmatched_filter(paths, filters),
-                                      searched_forms=searched_forms, languages=profile.languages)
+                                      searched_forms=searched_forms, languages=profile.languages,
+                                      cut_off=cut, cutoff=cutoff)
             if excerpt_chars is not None:
                 _add_excerpts(reader, response, excerpt_chars, query)
             response.seconds = time.monotonic() - started
