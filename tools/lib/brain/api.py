@@ -6,7 +6,6 @@ methods and render the objects they return, so they can never disagree.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -33,7 +32,7 @@ from .grep import GrepResponse, TextRange, grep, read_range
 from .limits import DEFAULT_GREP_LIMIT
 from .indexer import Indexer, ScanReport, interrupted_before_rebuild
 from .search import Searcher, SearchResponse
-from .store import Index, hide_password, index_exists, index_name, open_store
+from .store import Index, hide_password, index_exists, index_name, open_store, timestamp
 from .texts import TextReader
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ class Brain:
     def rebuild(self) -> ScanReport:
         """Rebuild the whole index into a new database and swap it in; the result is kept for `brain status`."""
         db = self.settings.database_path
-        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        started = timestamp()
         try:
             indexer = Indexer(self.settings, self.embedder, show_progress=self.show_progress)
             with indexer.writing():

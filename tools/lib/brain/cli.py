@@ -403,7 +403,6 @@ def sync_command(hook: str | None, detach: bool, as_json: bool) -> int:
       brain sync
       brain sync --json
     """
-    import time
 
     from . import render
 
@@ -416,7 +415,9 @@ def sync_command(hook: str | None, detach: bool, as_json: bool) -> int:
     except BaseException as exc:
         if not hook:
             raise
-        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        from .store import timestamp
+
+        when = timestamp()
         if isinstance(exc, BrainError):
             print(f"{when} {hook}: failed: {exc}", flush=True)
         else:
@@ -829,7 +830,9 @@ def _stop_on_signals() -> Any:
 
 def _log_to(path: Any, name: str) -> Any:
     """Log brain.<name> to stderr and to `path` (Brain.log_path), one timestamped line per event."""
-    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
+    from .store import TIMESTAMP_FORMAT
+
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", TIMESTAMP_FORMAT)
     logger = logging.getLogger(f"brain.{name}")
     logger.setLevel(logging.INFO)
     for handler in (logging.StreamHandler(sys.stderr), _LogFile(path)):

@@ -37,7 +37,7 @@ from .config import INDEX_FOLDER, Settings, prepare_index_folder
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import Indexer, ScanReport, identity_mismatch, model_identity
-from .store import index_exists, open_store
+from .store import index_exists, open_store, timestamp
 
 # The hooks brain installs: every git command that moves HEAD or rewrites the work tree.
 HOOK_NAMES = ("post-commit", "post-merge", "post-rewrite", "post-checkout")
@@ -240,7 +240,7 @@ def _claim_queue_slot(db_path: Path) -> IO[str] | None:
     """
     import fcntl
 
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    prepare_index_folder(db_path.parent)  # a hook's first sync may come before any index: `.brain/` ignores itself
     handle = open(db_path.with_name(db_path.name + ".sync-queue"), "a+")
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -405,7 +405,7 @@ def _sync_locked(settings: Settings, indexer: Indexer, report: SyncReport) -> No
 def _sync_record(report: SyncReport) -> dict[str, Any]:
     counts = report.scan.counts() if report.scan is not None else {}
     return {
-        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "at": timestamp(),
         "hook": report.hook,
         "action": report.action,
         "reason": report.reason,

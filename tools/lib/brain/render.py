@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -304,7 +303,9 @@ def config_text(rows: list[dict[str, Any]], config_path: Path | None) -> str:
 def sync_text(report: Any) -> str:
     """One line per git sync (what a hook writes to .brain/hook.log): when, hook, commits, action and why,
     counts, time."""
-    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    from .store import timestamp
+
+    when = timestamp()
     span = f" {(report.from_commit or 'none')[:12]}..{report.to_commit[:12]}" if report.to_commit else ""
     line = f"{when} {report.hook or 'sync'}{span}: {report.action}"
     if report.reason:

@@ -28,13 +28,15 @@ from .base import (
     KeptText,
     NewChunk,
     PendingVector,
+    TIMESTAMP_FORMAT,
     timestamp,
 )
 from .locks import server_writer_lock, writer_lock
 from .sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
-    "FIELDS", "FIELD_WEIGHTS", "FTS_TOKENIZER", "FTS_TOKENIZERS", "KEYWORD_FIELDS", "SCHEMA_VERSION", "UNSTEMMED",
+    "FIELDS", "FIELD_WEIGHTS", "FTS_TOKENIZER", "FTS_TOKENIZERS", "KEYWORD_FIELDS", "SCHEMA_VERSION",
+    "TIMESTAMP_FORMAT", "UNSTEMMED",
     "ChunkRow", "FileKeywords", "FileRow", "Index", "KeptText", "NewChunk", "PendingVector", "SqliteStore",
     "hide_password", "index_exists", "index_name", "open_store", "rebuilding", "server_writer_lock", "store_location",
     "timestamp", "writer_lock",

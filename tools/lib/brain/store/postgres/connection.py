@@ -172,11 +172,16 @@ def corpus_writer_lock(location: str, corpus: str, wait_seconds: float) -> Itera
         try:
             yield
         finally:
-            with contextlib.suppress(Exception):
-                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+            release_advisory(conn, key)
     finally:
         with contextlib.suppress(Exception):
             pool.putconn(conn) if pooled else conn.close()
+
+
+def release_advisory(conn: Any, key: str, *, shared: bool = False) -> None:
+    """Let go of this session's advisory lock on `key` (best effort: a connection that died let go already)."""
+    with contextlib.suppress(Exception):
+        conn.execute(f"SELECT pg_advisory_unlock{'_shared' if shared else ''}(hashtext(%s))", (key,))
 
 
 def first_error(conninfo: str, psycopg: Any) -> str | None:

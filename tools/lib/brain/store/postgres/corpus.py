@@ -56,6 +56,7 @@ from .connection import (
     legacy_schema_name,
     pool_for,
     psycopg_module,
+    release_advisory,
     schema_name,
     shown_location,
     split_location,
@@ -311,8 +312,7 @@ class PostgresStore(MetaRecords):
                 finally:
                     self._snapshot = None
         finally:
-            with contextlib.suppress(Exception):
-                self.conn.execute("SELECT pg_advisory_unlock_shared(hashtext(%s))", key)
+            release_advisory(self.conn, self.schema, shared=True)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -887,8 +887,7 @@ class PostgresStore(MetaRecords):
             with self.transaction():
                 pass  # a new data version: warm readers drop their matrix and ask the index
         finally:
-            with contextlib.suppress(Exception):
-                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+            release_advisory(self.conn, key)
         return True
 
     def _add_length_index(self) -> None:
@@ -903,8 +902,7 @@ class PostgresStore(MetaRecords):
         try:
             self._execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS chunks_length ON @.chunks(length)")
         finally:
-            with contextlib.suppress(Exception):
-                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+            release_advisory(self.conn, key)
 
     def nearest_vectors(
         self, query: np.ndarray, limit: int, *, file_ids: Iterable[int] | None = None, exact: bool = False
@@ -1099,8 +1097,7 @@ class PostgresStore(MetaRecords):
         try:
             yield
         finally:
-            with contextlib.suppress(Exception):
-                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.schema + ":rebuild",))
+            release_advisory(self.conn, self.schema + ":rebuild")
 
     def rebuild_schema(self) -> str:
         """The schema a full rebuild of this corpus writes into, beside the live one."""
@@ -1128,8 +1125,7 @@ class PostgresStore(MetaRecords):
             self.drop_schema(fresh)
             return [fresh]
         finally:
-            with contextlib.suppress(Exception):
-                self.conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+            release_advisory(self.conn, key)
 
     def swap_in(self, fresh_schema: str) -> None:
         """Make `fresh_schema` this corpus's schema in one transaction: readers see the old index or the new one, never
