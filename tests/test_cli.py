@@ -137,6 +137,25 @@ def test_search_before_any_index(tmp_path: Path) -> None:
     assert not (tmp_path / ".brain" / "brain.sqlite").exists()
 
 
+def test_a_search_of_an_index_with_no_notes_says_so(tmp_path: Path) -> None:
+    """Newcomer round two, item 1: a search of an empty index printed "0 results" and no hint."""
+    write(tmp_path, {"only.bin": b"\x00\x01"})  # nothing brain reads
+    assert run_cli("--root", str(tmp_path), "index").returncode == 0
+    text = run_cli("--root", str(tmp_path), "search", "anything")
+    assert text.returncode == 0 and "No results: the index holds no notes; `brain index` adds" in text.stdout
+    as_json = json.loads(run_cli("--root", str(tmp_path), "search", "anything", "--json").stdout)
+    assert as_json["results"] == [] and as_json["empty"] is True
+
+
+def test_config_set_of_a_setting_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+    """Exit 2 when what was typed is wrong; 1 when a file is (README's exit-code rule)."""
+    write(tmp_path, {"a.md": "x"})
+    one_line_error(run_cli("--root", str(tmp_path), "config", "set", "serach.limit", "5"), 2,
+                   "did you mean search.limit?")
+    write(tmp_path, {"brain.toml": "[serach]\nlimit = 5\n"})
+    one_line_error(run_cli("--root", str(tmp_path), "status"), 1, "did you mean search.limit?")
+
+
 @pytest.mark.parametrize(
     "make, fragment",
     [

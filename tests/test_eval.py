@@ -242,3 +242,15 @@ def test_eval_without_the_metrics_library_fails_before_indexing(tmp_path: Path,
     with pytest.raises(BrainError, match="needs ranx"):
         evaluation.evaluate(collection, modes="bm25")
     assert not list(work.rglob("*.sqlite"))  # nothing was indexed first
+
+
+def test_eval_says_what_is_slow_while_it_is(example_notes: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Newcomer round two, item 6: the first run spent minutes compiling the metrics library, silently."""
+    collection = evaluation.load_notes(example_notes, PROJECT / "tests" / "data" / "example_queries.jsonl",
+                                       workdir=tmp_path / "w")
+    evaluation.evaluate(collection, modes="bm25", show_progress=True)
+    said = capsys.readouterr().err
+    assert "eval: bm25 done (11 queries)" in said
+    assert "eval: scoring (the metrics library compiles itself on its first run: a few minutes)" in said
+    assert said.index("bm25 done") < said.index("eval: scoring")

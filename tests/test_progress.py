@@ -13,6 +13,8 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
+
 from conftest import PROJECT, run_cli, write
 
 
@@ -96,3 +98,21 @@ def test_the_bar_s_library_is_a_declared_dependency() -> None:
 
     declared = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert any(d.split(">")[0].split("=")[0].strip() == "tqdm" for d in declared)
+
+
+def test_the_bar_ticks_while_one_batch_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Newcomer round two, item 2: the bar sat at `0/708 [00:02<?` for 110 s while a batch ran. With no
+    progress at all for over two seconds it is redrawn several times and its clock moves."""
+    import time
+
+    from brain.progress import IndexProgress
+
+    drawn = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", drawn)
+    bar = IndexProgress(enabled=True)
+    bar.start_embedding(708)
+    time.sleep(2.3)  # one long batch: nothing is reported meanwhile
+    bar.close(False)
+    shown = drawn.getvalue()
+    assert shown.count("\r") >= 3, shown
+    assert {"00:00", "00:01", "00:02"} <= set(re.findall(r"\[(\d\d:\d\d)", shown)), shown

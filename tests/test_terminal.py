@@ -21,13 +21,13 @@ ESC = "\x1b"
 MARKED = "\x1b[1;33m{}\x1b[22;39m"
 
 
-def on_a_terminal(*args: str, env: dict[str, str] | None = None) -> str:
-    """`brain ARGS` with stdout on a pseudo-terminal; what it wrote there."""
+def on_a_terminal(*args: str, env: dict[str, str] | None = None, stderr_too: bool = False) -> str:
+    """`brain ARGS` with stdout (and with `stderr_too` stderr) on a pseudo-terminal; what it wrote there."""
     master, slave = pty.openpty()
     full_env = {name: value for name, value in os.environ.items() if name != "NO_COLOR"}
     full_env.update({"PYTHONPATH": str(PROJECT / "tools" / "lib"), "TERM": "xterm-256color", **(env or {})})
-    done = subprocess.Popen([sys.executable, "-m", "brain", *args], stdout=slave, stderr=subprocess.PIPE,
-                            env=full_env, text=True)
+    done = subprocess.Popen([sys.executable, "-m", "brain", *args], stdout=slave,
+                            stderr=slave if stderr_too else subprocess.PIPE, env=full_env, text=True)
     os.close(slave)
     seen = bytearray()
     while True:
@@ -95,3 +95,10 @@ def test_a_vault_links_to_obsidian(tmp_path: Path) -> None:
     assert run_cli("--root", str(vault), "index").returncode == 0
     shown = on_a_terminal("--root", str(vault), "search", "clinic")
     assert f"{ESC}]8;;obsidian://open?vault=My%20Vault&file=Projects%2FClinic%20plan.md{ESC}\\" in shown
+
+
+def test_get_on_a_terminal_prints_its_header_first_and_ends_its_text_with_a_newline(notes: Path) -> None:
+    """Newcomer round two, item 10: the header (stderr) came after the text, which had no final newline."""
+    shown = on_a_terminal("--root", str(notes), "get", "dogs.md", "--length", "7", stderr_too=True)
+    lines = shown.split("\n")
+    assert lines[0].startswith("dogs.md: bytes 0-7 of ") and lines[1] == "# Walks" and lines[2] == "", shown

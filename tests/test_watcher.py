@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +17,7 @@ import pytest
 import live_servers
 from brain import Brain, ScanReport
 from brain.watcher import Watcher
-from conftest import run_cli, write
+from conftest import PROJECT, run_cli, write
 
 
 def wait_until(condition: Callable[[], bool]) -> None:
@@ -113,3 +115,31 @@ def test_watch_rejects_a_negative_debounce(tmp_path: Path) -> None:
     write(tmp_path / "n", {"a.md": "# A\n"})
     done = run_cli("--root", str(tmp_path / "n"), "watch", "--debounce", "-1")
     assert done.returncode == 2 and "--debounce" in done.stderr
+
+
+def test_the_model_loads_when_the_watcher_starts_not_at_the_first_save(tmp_path: Path) -> None:
+    """Newcomer round two, item 12: the first change waited ~8 s for the model; it now loads at start."""
+    root = tmp_path / "notes"
+    write(root, {"a.md": "# Alpha\n\nThe nginx reverse proxy.\n"})
+    assert run_cli("--root", str(root), "index").returncode == 0
+    code = (
+        "import threading, time\n"
+        "from brain import Brain\n"
+        f"watcher = Brain({str(root)!r}).watcher()\n"
+        "before = watcher.embedder.loaded\n"
+        "reports = []\n"
+        "watcher.on_report = reports.append\n"
+        "stop = threading.Event()\n"
+        "thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)\n"
+        "thread.start()\n"
+        "deadline = time.monotonic() + 120\n"
+        "while not reports and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print(before, watcher.embedder.loaded, reports[0].chunks_embedded)\n"
+        "stop.set(); thread.join(30)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
+    assert out.returncode == 0, out.stderr
+    # Not loaded before the watcher ran; loaded after its catch-up scan, which had nothing to embed.
+    assert out.stdout.split() == ["False", "True", "0"], out.stdout

@@ -185,7 +185,8 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
     for path in response.dropped:
         out.append(f"(dropped {shown(path)}: deleted since it was indexed; run `brain index`)")
     if not response.results:
-        out.append("No results: the index holds no notes yet; run `brain index`" if response.empty else "No results.")
+        out.append("No results: the index holds no notes; `brain index` adds the folder's notes, `brain status` says "
+                   "what it found" if response.empty else "No results.")
     return "\n".join(out)
 
 
