@@ -148,7 +148,12 @@ def test_a_schema_5_index_opens_upgraded_and_the_next_index_fills_the_labels(tmp
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()
     status = run_cli("--root", str(tmp_path), "status")
-    assert "pdf_text 'pypdf, before page labels'" in status.stdout  # why the next index rebuilds
+    # Why the next index rebuilds, in words: the extractor changed, not the model.
+    assert "PDF text extractor changed" in status.stdout and "model changed" not in status.stdout
+    assert "the index's PDF text came from 'pypdf, before page labels'" in status.stdout
+    assert "`brain index` reads the PDFs again" in status.stdout
+    report = json.loads(run_cli("--root", str(tmp_path), "status", "--json").stdout)
+    assert report["model_mismatch"] is None and "pypdfium2" in report["extractor_mismatch"]
     report = Brain(tmp_path).index()
     assert report.rebuilt and report.chunks_embedded == 0  # the same text: its vector from the cache
     hits = Brain(tmp_path).search("pelican", mode="bm25").results

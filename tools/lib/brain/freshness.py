@@ -20,7 +20,7 @@ from . import gitsync, sources
 from .config import Settings, shown_value
 from .embeddings import Embedder
 from .errors import BrainError
-from .indexer import KEYWORD_KEYS, identity_mismatch, model_identity
+from .indexer import EXTRACTOR_KEY, KEYWORD_KEYS, identity_mismatch, model_identity
 from .store import SCHEMA_VERSION, index_exists, index_name, open_store
 
 
@@ -53,6 +53,7 @@ class StatusReport:
     model_wanted: str = ""
     model_mismatch: str | None = None
     keyword_mismatch: str | None = None  # only the keyword index's settings differ (tokenizer, stemmer, fields)
+    extractor_mismatch: str | None = None  # only the PDF text extractor differs: PDFs are read again, not re-embedded
     dimension: int | None = None
     chunking: str | None = None
     schema_version: int | None = None
@@ -73,7 +74,8 @@ class StatusReport:
         A folder that cannot be listed does: nothing under it can be checked.
         """
         return self.database_exists and not (
-            self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch or self.unlisted
+            self.stale or self.missing or self.orphaned or self.model_mismatch or self.keyword_mismatch
+            or self.extractor_mismatch or self.unlisted
             or self.pending_vectors or self.failed
         )
 
@@ -112,8 +114,10 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.schema_version = store.schema_version()
             report.schema_supported = store.supported_schema
             wanted = model_identity(embedder, settings)
-            report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in KEYWORD_KEYS])
+            others = (*KEYWORD_KEYS, EXTRACTOR_KEY)
+            report.model_mismatch = identity_mismatch(store, wanted, [k for k in wanted if k not in others])
             report.keyword_mismatch = identity_mismatch(store, wanted, KEYWORD_KEYS)
+            report.extractor_mismatch = identity_mismatch(store, wanted, [EXTRACTOR_KEY])
             report.pending_vectors = store.pending_count()
             failures = _failures(store.get_meta("failed_files"))
         finally:

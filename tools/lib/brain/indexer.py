@@ -101,6 +101,7 @@ TITLED_EXTENSIONS = (*sources.MARKDOWN_EXTENSIONS, ".pdf")
 # The parts of model_identity that only the keyword index depends on: a change rebuilds it
 # with every vector from the cache, so `brain status` does not call it a model change.
 KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
+EXTRACTOR_KEY = "pdf_text"
 
 
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
@@ -115,7 +116,7 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
             settings["chunking.chunk_chars"], settings["chunking.overlap_chars"], embedder.max_tokens
         ),
         # PDFs' text comes from this extractor: a new one rebuilds (vectors of unchanged text from the cache)
-        "pdf_text": sources.PDF_TEXT_IDENTITY,
+        EXTRACTOR_KEY: sources.PDF_TEXT_IDENTITY,
     }
 
 
@@ -127,6 +128,8 @@ def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] 
         # The tokenizer is read from the FTS table itself: an index made before it was recorded is still checked.
         have = store.fts_tokenizer() if key == "fts_tokenizer" else store.get_meta(key)
         if have is not None and have != value:
+            if key == EXTRACTOR_KEY:
+                return f"the index's PDF text came from {have!r}, this brain extracts it with {value!r}"
             return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
     return None
 

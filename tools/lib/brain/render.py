@@ -363,6 +363,8 @@ def status_text(report: Any) -> str:
             problems.append("model changed")
         if report.keyword_mismatch:
             problems.append("keyword index settings changed")
+        if report.extractor_mismatch:
+            problems.append("PDF text extractor changed")
         if report.pending_vectors:
             problems.append(f"{report.pending_vectors:,} chunks wait for their vectors (found by their words only)")
         fix = "make the folders readable, then run `brain index`" if report.unlisted else "run `brain index` to fix"
@@ -440,6 +442,9 @@ def status_text(report: Any) -> str:
         lines.append(
             f"            {report.keyword_mismatch}; `brain index` rebuilds the keyword index (nothing re-embedded)"
         )
+    if report.extractor_mismatch:
+        lines.append(f"            {report.extractor_mismatch}; `brain index` reads the PDFs again (text that did not "
+                     "change keeps its vectors)")
     installed = [h for h in report.hooks if h["installed"]]
     if not report.hooks:
         lines.append("hooks       none (not a git repository)")
