@@ -115,6 +115,22 @@ def test_search_text_shows_the_label_beside_the_page(book_notes: Path) -> None:
     assert "Pages: 4 (printed 2)" in result.stdout
 
 
+def test_grep_names_the_printed_label_of_a_match_s_page(book_notes: Path) -> None:
+    found = json.loads(run_cli("--root", str(book_notes), "grep", "walrus|pelican", "--json").stdout)["matches"]
+    assert {(m["path"], m["page"], m["page_label"]) for m in found} == {
+        ("book.pdf", 3, "1"), ("book.pdf", 4, "2"), ("note.md", None, None)}
+    text = run_cli("--root", str(book_notes), "grep", "pelican").stdout
+    assert "[p. 4 (printed 2)] the pelican counts the boats" in text
+
+
+def test_ask_marks_each_page_with_its_printed_label(book_notes: Path) -> None:
+    result = Brain(book_notes).ask("what does the pelican count?", limit=1)
+    source = result.sources[0]
+    assert source.path == "book.pdf" and source.page_labels == [str(BOOK_LABELS[p - 1]) for p in source.pages]
+    assert "[page 1, printed i]" in source.excerpt and "[page 4, printed 2]" in source.excerpt
+    assert "[page 3, printed 1]" in source.excerpt
+
+
 def test_pages_in_text_are_runs_with_their_printed_labels() -> None:
     from brain.texts import labelled_pages
 

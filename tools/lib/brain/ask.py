@@ -21,7 +21,8 @@ from .config import Settings
 from .errors import BrainError
 from .excerpt import SEPARATOR, TRUNCATED, Excerpt, relevant_excerpt
 from .search import SearchResponse, check_query_length
-from .texts import FileText, TextReader, TextUnavailable, page_ranges
+from .sources import page_labels_of
+from .texts import FileText, TextReader, TextUnavailable, labelled_pages
 
 SYSTEM_PROMPT = (
     "You answer questions using only the person's own notes, given below as files. "
@@ -47,6 +48,7 @@ class AskSource:
     content_len: int  # characters of the file's whole extracted text
     truncated: bool
     pages: list[int] = field(default_factory=list)  # PDFs: pages the excerpt covers
+    page_labels: list[str] = field(default_factory=list)  # PDFs with labels: the label printed on each of `pages`
     score: float = 0.0
     stale: bool = False
 
@@ -122,16 +124,21 @@ class ModelSettings:
 
 
 def page_marks(document: FileText) -> list[tuple[int, str]]:
-    """(character offset, "[page N]") where each PDF page starts in the text."""
+    """(character offset, "[page N]") where each PDF page starts in the text; "[page N, printed ix]" where the
+    PDF prints another label on it."""
     if not document.page_starts:
         return []
+    labels = document.page_labels
     wanted = {line: page for page, line in enumerate(document.page_starts, 1)}
     marks: list[tuple[int, str]] = []
     line, offset = 1, 0
     text = document.text
     while True:
         if line in wanted:
-            marks.append((offset, f"[page {wanted[line]}]"))
+            page = wanted[line]
+            label = labels[page - 1] if page <= len(labels) else ""
+            printed = f", printed {label}" if label and label != str(page) else ""
+            marks.append((offset, f"[page {page}{printed}]"))
         nxt = text.find("\n", offset)
         if nxt == -1 or len(marks) == len(wanted):
             break
@@ -197,7 +204,8 @@ def gather_sources(
                 excerpt=render_with_marks(document.text, cut, page_marks(document)),
                 content_len=len(document.text),
                 truncated=cut.truncated,
-                pages=_covered_pages(document, cut),
+                pages=(covered := _covered_pages(document, cut)),
+                page_labels=page_labels_of(document.page_labels, covered),
                 score=hit.score,
                 stale=document.stale,
             )
@@ -211,7 +219,7 @@ def build_messages(question: str, found: Sequence[AskSource]) -> list[dict[str, 
     for source in found:
         attributes = f'path="{source.path}"'
         if source.pages:
-            attributes += f' pages="{page_ranges(source.pages)}"'
+            attributes += f' pages="{labelled_pages(source.pages, source.page_labels)}"'
         if source.truncated:
             attributes += f' excerpt_of_chars="{source.content_len}"'
         blocks.extend(["", f"<file {attributes}>", source.excerpt, "</file>"])

@@ -38,6 +38,7 @@ class GrepMatch:
     text: str  # the line (shortened around the match when longer than LINE_CHARS)
     match: str
     page: int | None = None  # PDFs: the page the line is on
+    page_label: str | None = None  # PDFs with labels: the label printed on that page
     before: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
 
@@ -199,6 +200,7 @@ def grep_text(
                 text=_clip(text, at, len(matched)),
                 match=matched[:LINE_CHARS],
                 page=pages[0] if pages else None,
+                page_label=next(iter(page_labels_of(document.page_labels, pages[:1])), None),
                 before=before,
                 after=after,
             )

@@ -11,7 +11,7 @@ from .errors import shown
 from .grep import GrepResponse, TextRange
 from .search import WEAK_COSINE, SearchResponse, matched_spans
 from .terminal import Style
-from .texts import labelled_pages, page_ranges
+from .texts import labelled_pages
 
 if TYPE_CHECKING:
     from .ask import AskResult
@@ -208,7 +208,7 @@ def grep_text(response: GrepResponse, style: Style | None = None) -> str:
             out.append("--")
         for n, line in enumerate(match.before):
             out.append(f"{shown(match.path)}-{match.line - len(match.before) + n}- {line}")
-        page = f"[p. {match.page}] " if match.page is not None else ""
+        page = f"[p. {labelled_pages([match.page], [match.page_label or ''])}] " if match.page is not None else ""
         at = match.text.find(match.match) if match.match else -1
         text = style.mark(match.text, [(at, at + len(match.match))] if at >= 0 else [])
         out.append(f"{style.link(match.path, shown(match.path))}:{match.line}:{match.offset}: {page}{text}")
@@ -256,7 +256,7 @@ def ask_sources(result: AskResult) -> str:
     """The files and excerpts `ask` would send, then why nothing was sent."""
     out: list[str] = []
     for source in result.sources:
-        pages = f", pages {page_ranges(source.pages)}" if source.pages else ""
+        pages = f", pages {labelled_pages(source.pages, source.page_labels)}" if source.pages else ""
         size = (
             f"{len(source.excerpt)} of {source.content_len} chars"
             if source.truncated
