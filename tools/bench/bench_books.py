@@ -124,7 +124,7 @@ def main() -> int:
     print(f"index: {report['files']} files, {report['chunks_embedded']} chunks embedded, "
           f"reused={report['reused']}, {time.monotonic() - started:.0f} s; failed: {report['failed'] or 'none'}")
     searcher = Searcher(collection.settings, embedder)
-    vectors: dict[str, object] = {}
+    vectors: dict[str, Any] = {}
     encode = embedder.encode_query
     embedder.encode_query = lambda text: vectors.setdefault(text, encode(text))  # type: ignore[method-assign]
 
