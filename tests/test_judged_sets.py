@@ -17,6 +17,7 @@ from conftest import PROJECT
 
 JUDGED = PROJECT / "tools" / "bench" / "judged"
 CORPORA = PROJECT.parent / "shared" / "data" / "corpora"
+PDFS = PROJECT.parent / "shared" / "data" / "pdfs"  # the two PDF books of books.jsonl
 
 # Query file stem -> the notes folder it is evaluated against (what `brain eval --notes` gets).
 NOTES_FOLDERS: dict[str, Path] = {
@@ -26,6 +27,7 @@ NOTES_FOLDERS: dict[str, Path] = {
     "agency": PROJECT / "examples" / "agency",
     "agency-things": PROJECT / "examples" / "agency",
     "studio-things": PROJECT / "examples" / "studio",
+    "books": PDFS,
 }
 
 OBSIDIAN_KINDS = {"question", "keyword", "title", "alias", "typo", "italian", "cross-en-it", "cross-it-en"}
@@ -37,6 +39,9 @@ AGENCY_KINDS = {"title", "cross", "metadata", "semantic", "identifier", "sector"
 # The "which things" sets (docs/decisions/40-query-understanding.md), computed by things_queries.py.
 THINGS_KINDS = {"value", "status", "time", "meaning", "combined"}
 
+# The books set's kinds (tools/bench/check_books.py checks their pages and answers against the PDFs' text).
+BOOK_KINDS = {"fact", "concept", "phrase", "deep", "cross-it-en", "cross-en-it"}
+
 # Query file stem -> the kinds its lines may carry (None: any non-empty string, for a set without a list).
 KINDS: dict[str, set[str] | None] = {
     "obsidian-help": OBSIDIAN_KINDS,
@@ -45,6 +50,7 @@ KINDS: dict[str, set[str] | None] = {
     "agency": AGENCY_KINDS,
     "agency-things": THINGS_KINDS,
     "studio-things": THINGS_KINDS,
+    "books": BOOK_KINDS,
 }
 
 QUERY_FILES = sorted(p for p in JUDGED.glob("*.jsonl") if p.stem in NOTES_FOLDERS)
@@ -180,3 +186,19 @@ def test_things_sets_are_what_their_specs_compute(stem: str) -> None:
     done = subprocess.run([sys.executable, str(JUDGED / "things_queries.py"), str(spec), str(NOTES_FOLDERS[stem]),
                            "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_books_answers_are_on_their_pages() -> None:
+    """books.jsonl: each answer is on one of its pages as brain extracts the PDFs, and the kinds meet the minimums."""
+    if not PDFS.is_dir():
+        pytest.skip("folder ../shared/data/pdfs is not on this machine (the books are not in the repository)")
+    import sys
+
+    sys.path.insert(0, str(PROJECT / "tools" / "bench"))
+    try:
+        import check_books
+    finally:
+        sys.path.remove(str(PROJECT / "tools" / "bench"))
+    pages = {book: check_books.page_texts(PDFS / book) for book in check_books.BOOKS}
+    problems = check_books.problems(check_books.read_rows(JUDGED / "books.jsonl"), pages)
+    assert not problems, f"{len(problems)} problems: {problems[:10]}"
