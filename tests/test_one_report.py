@@ -115,11 +115,14 @@ def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     bad_message = cli_bad_ops.removeprefix("brain: ")
     assert "status>" in bad_message and mcp_bad_ops.endswith(bad_message) and http_bad_ops == bad_message
     assert cli_scan["failed"] == [{"path": "broken.pdf", "reason": cli_scan["failed"][0]["reason"]}]
-    # Servers name the index by its place in the notes folder, never by where the folder is.
-    assert cli_scan["database"] == str(notes / ".brain" / "brain.sqlite")
-    assert mcp_scan["database"] == http_scan["database"] == ".brain/brain.sqlite"
-    located = {**without_timing(cli_scan), "database": ".brain/brain.sqlite"}
-    assert located == without_timing(mcp_scan) == without_timing(http_scan)
+    # Servers name an index file by its place in the notes folder, never by where the folder is (a
+    # PostgreSQL store by its URL, as the CLI does).
+    if cli_scan["database"] == str(notes / ".brain" / "brain.sqlite"):
+        assert mcp_scan["database"] == http_scan["database"] == ".brain/brain.sqlite"
+        cli_scan = {**cli_scan, "database": ".brain/brain.sqlite"}
+    else:
+        assert cli_scan["database"].startswith("postgresql://")
+    assert without_timing(cli_scan) == without_timing(mcp_scan) == without_timing(http_scan)
     message = cli_error.removeprefix("brain: ")
     assert message.startswith("empty query")
     assert mcp_error.endswith(message) and http_error == message
