@@ -85,6 +85,31 @@ def test_rare_terms_weigh_more_than_terms_found_everywhere() -> None:
     assert "pgbouncer limits" in window_of(result)
 
 
+def test_around_the_passage_that_ranked_the_window_is_taken_near_it() -> None:
+    """Books issue: the excerpt came from a better-sounding page than the one the search ranked."""
+    best_sounding = "pgbouncer pool_mode transaction pgbouncer pool_mode\n"
+    ranked = "the pool_mode setting of pgbouncer is described here\n"
+    text = filler(20, 21) + best_sounding + filler(400, 22) + ranked + filler(400, 23)
+    assert "pool_mode transaction" in window_of(relevant_excerpt(text, "pgbouncer pool_mode", budget=2000))
+    start = text.index(ranked)
+    near = relevant_excerpt(text, "pgbouncer pool_mode", budget=2000, around=(start, start + len(ranked)))
+    assert ranked.strip() in window_of(near) and "pool_mode transaction" not in near.text
+    # No query word near it (found by meaning): the passage itself.
+    quiet = "the connection limit is described here\n"
+    text = filler(20, 24) + best_sounding + filler(400, 25) + quiet + filler(400, 26)
+    start = text.index(quiet)
+    plain = relevant_excerpt(text, "pgbouncer pool_mode", budget=2000, around=(start, start + len(quiet)))
+    assert quiet.strip() in window_of(plain) and plain.terms == ()
+
+
+def test_line_span_gives_the_characters_of_lines() -> None:
+    from brain.excerpt import line_span
+
+    text = "one\ntwo\nthree\n"
+    assert line_span(text, 2, 2) == (4, 8) and text[slice(*line_span(text, 2, 3))] == "two\nthree\n"
+    assert line_span(text, 9, 9) == (len(text), len(text)) and line_span("a\nb", 2, 5) == (2, 3)
+
+
 def test_each_term_counts_at_most_three_times_per_window() -> None:
     # Every term is in exactly two far-apart places, so all weigh the same. Window A
     # repeats "alpha" 60 times; window B names alpha, beta, gamma and delta once each.

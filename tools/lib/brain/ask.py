@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import BrainError
-from .excerpt import SEPARATOR, TRUNCATED, Excerpt, relevant_excerpt
+from .excerpt import SEPARATOR, TRUNCATED, Excerpt, line_span, relevant_excerpt
 from .search import SearchResponse, check_query_length
 from .sources import page_labels_of
 from .texts import FileText, TextReader, TextUnavailable, labelled_pages
@@ -197,7 +197,9 @@ def gather_sources(
         except TextUnavailable as exc:
             skipped.append({"path": hit.path, "reason": str(exc)})
             continue
-        cut = relevant_excerpt(document.text, question, budget)
+        # Around the lines that made it rank (its best chunk), as search's excerpts are.
+        around = line_span(document.text, hit.start_line, hit.end_line)
+        cut = relevant_excerpt(document.text, question, budget, around=around)
         found.append(
             AskSource(
                 path=document.path,

@@ -237,16 +237,39 @@ def blank_lead(text: str | bytes, start: int = 0) -> int:
     return max(start, text.rfind(newline, start, found.start()) + 1)  # type: ignore[arg-type]
 
 
-def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int = HEAD_CHARS) -> Excerpt:
+def line_span(text: str, first: int, last: int) -> tuple[int, int]:
+    """The [start, end) characters of lines `first`..`last` (1-based) of `text`."""
+    start = 0
+    for _ in range(first - 1):
+        found = text.find("\n", start)
+        if found == -1:
+            return len(text), len(text)
+        start = found + 1
+    end = start
+    for _ in range(last - first + 1):
+        found = text.find("\n", end)
+        if found == -1:
+            return start, len(text)
+        end = found + 1
+    return start, end
+
+
+def relevant_excerpt(
+    text: str, query: str, budget: int = 8000, head_chars: int = HEAD_CHARS, around: tuple[int, int] | None = None
+) -> Excerpt:
     """At most `budget` characters of `text` that best serve `query`: whole if it fits, else head + best window.
 
+    `around`: the [start, end) characters of the passage that made a search rank
+    this text (its best chunk): the window is then the best one near it, or the
+    passage itself, never a better-sounding page elsewhere in a long book.
     The result's `text` joins the pieces with `[...]` and ends with
     `[...truncated]` when the end of the source was left out. Blank lines at
     the start (a note's blanked frontmatter) are left out; the spans say so.
     """
     lead = blank_lead(text)
     if lead and lead < len(text):
-        inner = relevant_excerpt(text[lead:], query, budget, head_chars)
+        inner_around = None if around is None else (max(0, around[0] - lead), max(0, around[1] - lead))
+        inner = relevant_excerpt(text[lead:], query, budget, head_chars, inner_around)
         spans = tuple((a + lead, b + lead) for a, b in inner.spans)
         return Excerpt(inner.text, spans, len(text), inner.truncated, inner.terms)
     total = len(text)
@@ -270,8 +293,17 @@ def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int 
             if len(found):
                 positions[s] = found
     outside = {s: p[p >= head_end] for s, p in positions.items()}
+    if around is not None:
+        # Terms near the passage only: half a window either side of it.
+        low, high = around[0] - window_chars // 2, around[1] + window_chars // 2
+        outside = {s: p[(p >= low) & (p < high)] for s, p in outside.items()}
     outside = {s: p for s, p in outside.items() if len(p)}
     if not outside:
+        if around is not None and around[1] > head_end:
+            # No query word near it (a match by meaning): the passage itself.
+            first = max(head_end, around[0])
+            return _window(text, head_text, head_end, budget, window_chars, first,
+                           min(total, max(around[1], first + 1)), ())
         return _beginning(text, budget, tuple(positions))
 
     # Inverse document frequency inside this text, with blocks as documents.
@@ -296,7 +328,13 @@ def relevant_excerpt(text: str, query: str, budget: int = 8000, head_chars: int 
         if len(inside):
             last_end = max(last_end, int(inside[-1]) + len(s))
     found_terms = tuple(s for s, p in outside.items() if np.any((p >= first) & (p < last_end)))
+    return _window(text, head_text, head_end, budget, window_chars, first, last_end, found_terms)
 
+
+def _window(text: str, head_text: str, head_end: int, budget: int, window_chars: int, first: int, last_end: int,
+            found_terms: tuple[str, ...]) -> Excerpt:
+    """The head, then a window of `window_chars` around [first, last_end) (what matched), cut at line ends."""
+    total = len(text)
     # Centre the matched cluster: a third of the spare room before it (headings, the question), the rest after.
     spare = max(0, window_chars - (last_end - first))
     start = max(head_end, min(first - spare // 3, total - window_chars))

@@ -22,7 +22,7 @@ from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import operators, sources, spelling, understanding
-from .excerpt import fold, relevant_excerpt
+from .excerpt import fold, line_span, relevant_excerpt
 from .operators import Filter, Operators, parse_filter
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
 from .stemming import FUNCTION_WORDS, stated_language
@@ -1335,18 +1335,17 @@ def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int, quer
     """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
     is now, and its length."""
     response.excerpt_chars = chars
-    done: dict[str, tuple[str, int] | None] = {}
+    documents: dict[str, Any] = {}
     for hit in response.results:
-        if hit.path not in done:
+        if hit.path not in documents:
             row = reader.store.get_file(hit.path)
             try:
-                document = reader.read(row) if row is not None else None
+                documents[hit.path] = reader.read(row) if row is not None else None
             except TextUnavailable:
-                document = None
-            done[hit.path] = None if document is None else (
-                relevant_excerpt(document.text, query, chars).text,
-                len(document.text),
-            )
-        found = done[hit.path]
-        if found is not None:
-            hit.excerpt, hit.content_len = found
+                documents[hit.path] = None
+        document = documents[hit.path]
+        if document is not None:
+            # Around the lines that made it rank (its best chunk, as it is now).
+            around = line_span(document.text, hit.start_line, hit.end_line)
+            hit.excerpt = relevant_excerpt(document.text, query, chars, around=around).text
+            hit.content_len = len(document.text)
