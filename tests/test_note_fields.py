@@ -282,6 +282,26 @@ def test_a_typo_is_searched_as_its_nearest_index_word(brain: Brain) -> None:
     assert "security/keys.md" in _paths(hybrid)[:3] and hybrid.also_searched == ["encryption"]
 
 
+def test_a_real_word_the_notes_lack_is_no_typo(tmp_path: Path) -> None:
+    """Books issue: "party", "primes", "caret" were searched as "parts", "prices", "careful". A word of the
+    dictionary of English or Italian (or of the notes' languages) keeps its own matches, even none."""
+    write(tmp_path, {f"n{i}.md": f"# Note {i}\n\nThe spare parts arrived with new prices. The encryption keys.\n"
+                     for i in range(5)})
+    brain = Brain(tmp_path)
+    brain.index()
+    for word in ("party", "primes", "festa"):
+        assert brain.search(word, mode="bm25").also_searched == [], word
+    # Another form of a real word is still searched: the same six letters first.
+    write(tmp_path, {"v.md": "# Verbi\n\nIl file appartiene a un altro utente; appartiene davvero.\n"})
+    brain.index()
+    assert brain.search("appartenga", mode="bm25").also_searched == ["appartiene"]
+    assert brain.search("encription", mode="bm25").also_searched == ["encryption"]  # no word of either language
+    from brain.spelling import in_dictionary
+
+    assert in_dictionary("Caret", ["english"]) and in_dictionary("ricetta", [])  # English and Italian always
+    assert not in_dictionary("encription", ["english", "italian"])
+
+
 def test_two_swapped_letters_are_one_edit() -> None:
     assert edit_distance("grpah", "graph", 1) == 1  # Levenshtein: 2, so a five-letter word was never corrected
     assert edit_distance("vidoe", "video", 1) == 1

@@ -37,6 +37,11 @@ RARE_RATIO = 20
 # The BM25 of a correction counts at this share of a typed word's: a note that
 # matches what was typed stays above one that matches only a guess.
 EXPANSION_WEIGHT = 0.5
+# A word of the language's dictionary is no typo, even where no note holds it ("caret" in a book that never
+# says it is not "careful"): the word lists of the languages the index is stemmed in (pyspellchecker's).
+DICTIONARIES = {"english": "en", "italian": "it", "french": "fr", "german": "de", "spanish": "es",
+                "portuguese": "pt", "dutch": "nl"}
+FAMILY_CHARS = 6  # a dictionary word's correction must begin as it does for this many letters: its own family
 ANSWERS_KEPT = 10_000  # nearest() answers a vocabulary remembers
 CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
 
@@ -56,6 +61,42 @@ def _porter() -> Callable[[str], str]:
     import snowballstemmer
 
     return snowballstemmer.stemmer("porter").stemWord
+
+
+@functools.lru_cache(maxsize=None)
+def _dictionary(code: str) -> frozenset[str] | None:
+    """The words of one language's list in pyspellchecker (lower case), read once (about 0.1 s), or None
+    without it. Its JSON is read as it is: the spell checker itself took five times longer to set up."""
+    import gzip
+    import json
+    from importlib.resources import files
+
+    try:
+        data = (files("spellchecker") / "resources" / f"{code}.json.gz").read_bytes()
+    except (ModuleNotFoundError, OSError):
+        return None
+    return frozenset(json.loads(gzip.decompress(data)))
+
+
+def in_dictionary(word: str, languages: Sequence[str]) -> bool:
+    """True when `word` is a word of one of `languages` (Snowball stemmer names), or of English or Italian, as
+    its dictionary spells it."""
+    folded = word.lower()
+    for language in dict.fromkeys((*languages, "english", "italian")):  # the notes' languages, and the queries'
+        code = DICTIONARIES.get(language)
+        words = _dictionary(code) if code else None
+        if words is not None and folded in words:
+            return True
+    return False
+
+
+def _shared_start(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def index_forms(word: str, languages: Sequence[str], porter: bool) -> list[str]:
@@ -186,6 +227,9 @@ def expansions(
         held = chunks_holding(" OR ".join(f'"{s}"' for s in stems(word, languages)), RARE_CHUNKS + 1)
         if held > RARE_CHUNKS:
             continue
+        # A real word is no typo: only another form of it (a long shared beginning: "appartenga" and
+        # "appartiene", "gallery" and "galleria") is searched besides it, never a neighbour ("party", "parts").
+        family = in_dictionary(word, languages)
         forms = index_forms(word, languages, porter)
         floor = 0 if held == 0 else held * RARE_RATIO - 1
         near: list[tuple[int, int, str]] = []
@@ -196,6 +240,8 @@ def expansions(
         for _, _, term in sorted(near):
             # A word FTS5's porter would change again could not be searched as it is stored.
             if porter and _porter()(term) != term:
+                continue
+            if family and not any(_shared_start(term, form) >= FAMILY_CHARS for form in forms):
                 continue
             if term not in terms and term not in forms:
                 terms.append(term)
