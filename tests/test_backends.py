@@ -14,7 +14,7 @@ from brain.embeddings.sentence_transformers import SentenceTransformersBackend
 from brain.embeddings.universal import UniversalEncoderBackend
 from brain.errors import BrainError
 
-from conftest import write
+from helpers import write
 
 NOTES = {
     "it/certificato.md": "# Certificato\n\nIl certificato SSL di nginx è scaduto: il rinnovo di certbot non partiva.\n",

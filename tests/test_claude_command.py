@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from brain.claude_command import TARGET, template_text
-from conftest import PROJECT, run_cli
+from helpers import PROJECT, run_cli
 
 
 def front_matter(text: str) -> tuple[dict[str, str], str]:

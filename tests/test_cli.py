@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from brain import Brain
-from conftest import PROJECT, git, run_cli, write
+from helpers import PROJECT, git, run_cli, write
 
 
 def test_concurrent_writers_leave_an_exact_index(example_notes: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from brain.config import load_settings, set_value
 from brain.errors import BrainError
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 
 def test_defaults_file_and_env_layer_with_origins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 from brain import Brain
 from brain.search import OUTLIER_Z, Candidates, fuse
 from brain.stemming import stated_language
-from conftest import write
+from helpers import write
 
 CLI_NOTE = """# Riga di comando
 

@@ -13,7 +13,7 @@ from brain.config import FUSION_METHODS
 from brain.errors import BrainError
 from brain.search import Searcher
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 CORPUS = [
     {"_id": "d1", "title": "Sourdough",

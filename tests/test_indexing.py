@@ -16,7 +16,7 @@ from brain import Brain
 from brain.chunking import CHUNKING_VERSION
 from brain.errors import BrainError
 from brain.store import SqliteStore
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def chunk_count(root: Path, rel: str) -> int:

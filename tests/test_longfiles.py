@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 ANSWER = "Per limitare le connessioni al database impostare pool_mode = transaction"
 INVOICE_LINE = "Fattura FT-2026-0412 del fornitore Rossi, importo 1.250,00 euro."

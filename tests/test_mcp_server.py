@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import copy_notes, mcp_session
 
 TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status",

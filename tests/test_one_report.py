@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import httpx
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import copy_notes, http_server, mcp_session
 
 QUERY = "certificato SSL nginx"
@@ -214,7 +214,7 @@ def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_exampl
 
 def test_commands_doc_carries_the_operations_table() -> None:
     """docs/commands.md shows the parameters as operations declares them (regenerate: python -m brain.operations)."""
-    from conftest import PROJECT
+    from helpers import PROJECT
 
     from brain.operations import markdown_reference
 

@@ -16,7 +16,7 @@ from brain.embeddings.bundled import BundledBackend  # noqa: E402
 from brain.embeddings.e5_file import E5File, E5Tokenizer, model_file  # noqa: E402
 from brain.embeddings.e5_onnx import OnnxE5, graph_file  # noqa: E402
 from brain.errors import BrainError  # noqa: E402
-from conftest import write  # noqa: E402
+from helpers import write  # noqa: E402
 
 from test_bundled_model import NOTES_FOR_TORCH, TEXTS  # noqa: E402
 

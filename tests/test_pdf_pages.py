@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import pdf_of_pages, run_cli, write
+from helpers import pdf_of_pages, run_cli, write
 
 from brain import Brain
 from brain.sources import PDF_TEXT_IDENTITY, extract_bytes

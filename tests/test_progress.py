@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def two_page_pdf() -> bytes:
@@ -94,7 +94,7 @@ def test_the_bar_s_library_is_a_declared_dependency() -> None:
     """tqdm drew the bar but arrived only through another package (newcomer round two, item 12)."""
     import tomllib
 
-    from conftest import PROJECT
+    from helpers import PROJECT
 
     declared = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert any(d.split(">")[0].split("=")[0].strip() == "tqdm" for d in declared)

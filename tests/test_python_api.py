@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from brain import Brain
-from conftest import PROJECT, write
+from helpers import PROJECT, write
 
 DOC = PROJECT / "docs" / "python-api.md"
 

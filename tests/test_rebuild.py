@@ -15,7 +15,7 @@ import pytest
 
 from brain import Brain, BrainError
 from brain.store import SqliteStore
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 UNIQUE = "zanzibarquokka"
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from brain import Brain
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 
 
 def indexed(tmp_path: Path) -> Path:

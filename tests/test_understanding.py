@@ -18,7 +18,7 @@ import pytest
 from brain import Brain, understanding
 from brain.search import STOP_WORDS
 from brain.stemming import stemmer
-from conftest import run_cli
+from helpers import run_cli
 from live_servers import http_server, mcp_session
 
 FILES = [

@@ -17,7 +17,7 @@ import pytest
 import live_servers
 from brain import Brain, ScanReport
 from brain.watcher import Watcher
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def wait_until(condition: Callable[[], bool]) -> None:

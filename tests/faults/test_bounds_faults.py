@@ -26,7 +26,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import HttpServer, brain_env, http_server, mcp_session
 from tmpfs import small_disk
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import committed_notes, git, run_cli, write
+from helpers import committed_notes, git, run_cli, write
 from live_servers import brain_env
 
 def _schemas(url: str) -> list[str]:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from brain import Brain
-from conftest import write
+from helpers import write
 from live_servers import HttpServer, http_server, mcp_session
 
 NOTES = {

@@ -20,7 +20,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session, wait_until
 
 SECRET = "the launch codes are 0000"

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import http_server
 
 TIMEOUT = 300.0

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from brain import Brain
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session
 
 pytestmark = pytest.mark.faults

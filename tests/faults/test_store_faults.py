@@ -22,7 +22,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session
 from tmpfs import small_disk
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import committed_notes, git, run_cli, write
+from helpers import committed_notes, git, run_cli, write
 from live_servers import brain_env, mcp_session
 
 NOTES = {
