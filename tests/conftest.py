@@ -29,6 +29,16 @@ os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="brain-tests-config-")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="brain-tests-cache-")
 
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs PostgreSQL (tests/postgres, and the fault suite's `postgres` ones) is also `slow`:
+    it waits on the session's server, started once (`-m "not slow"` never starts it)."""
+    postgres = Path(__file__).resolve().parent / "postgres"
+    for item in items:
+        if postgres in item.path.resolve().parents or item.get_closest_marker("postgres"):
+            item.add_marker(pytest.mark.slow)
+
 @pytest.fixture
 def example_notes(tmp_path: Path) -> Path:
     """A private copy of the shipped example notes folder, as a git repo with one commit."""
