@@ -66,6 +66,7 @@ def test_keyword_search_imports_no_numpy(indexed_example: Path) -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow
 def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     result = run_cli("--root", str(example_notes), "index", "--yes", "--json")
     assert result.returncode == 0, result.stderr
@@ -92,6 +93,7 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     assert "stemmer auto" in stats_text.stdout
 
 
+@pytest.mark.slow
 def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
     scripts = PROJECT / "tools" / "vector"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -283,6 +285,7 @@ def test_shell_completion_completes_commands_and_options() -> None:
     assert choice.stdout.split() == ["plain,bm25"]
 
 
+@pytest.mark.slow
 def test_a_first_index_of_a_huge_folder_asks_first(tmp_path: Path) -> None:
     """Newcomer round two, item 12: a home folder given by mistake must not start hours of indexing."""
     from brain.cli import HUGE_FOLDER_NOTES

@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 import httpx
 
+import pytest
+
 from helpers import run_cli, write
 from live_servers import copy_notes, http_server, mcp_session
 
@@ -24,6 +26,7 @@ def without_timing(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "seconds"}
 
 
+@pytest.mark.slow
 def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     notes = copy_notes(indexed_example, tmp_path / "notes")
     (notes / "diary" / "2024-05-02.md").rename(notes / "diary" / "maggio.md")
@@ -159,6 +162,7 @@ def _from_click(param: Any) -> dict[str, Any]:
             "choices": tuple(kind.choices) if isinstance(kind, click.Choice) else None}
 
 
+@pytest.mark.slow
 def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_example: Path, tmp_path: Path) -> None:
     """The CLI's options, the MCP tools' input schemas and the HTTP API's OpenAPI all say what operations declares."""
     from brain.cli import cli

@@ -100,6 +100,7 @@ def test_the_bar_s_library_is_a_declared_dependency() -> None:
     assert any(d.split(">")[0].split("=")[0].strip() == "tqdm" for d in declared)
 
 
+@pytest.mark.slow
 def test_the_bar_ticks_while_one_batch_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Newcomer round two, item 2: the bar sat at `0/708 [00:02<?` for 110 s while a batch ran. With no
     progress at all for over two seconds it is redrawn several times and its clock moves."""
