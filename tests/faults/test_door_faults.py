@@ -21,6 +21,8 @@ from brain import Brain
 from helpers import write
 from live_servers import HttpServer, http_server, mcp_session
 
+pytestmark = pytest.mark.slow
+
 NOTES = {
     "d1.md": "# Alpha\n\nalpha words for the first note\n",
     "sub/d2.md": "# Beta\n\nalpha and beta words\n",
