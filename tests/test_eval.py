@@ -106,6 +106,7 @@ def test_beir_collection_is_indexed_once_and_scored_per_mode(beir: tuple[Path, P
         "mode", "nDCG@10", "MRR@10", "P@5", "R@5", "R@100", "R-prec", "median", "ms"]
 
 
+@pytest.mark.slow  # seeded from the index the test above builds in the module's shared workdir
 def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple[Path, Path]) -> None:
     folder, work = beir
     plain = evaluation.load_beir(folder, workdir=work)
