@@ -1,6 +1,7 @@
 """Shared fixtures: real notes folders in tmp dirs, real git repos, the real bundled model.
 
-The model loads once per test session (embeddings keeps loaded models per process).
+The model loads once per test session (embeddings keeps loaded models per process). The plain
+helpers the tests import (write, git, run_cli, ...) are in helpers.py.
 """
 
 from __future__ import annotations
@@ -8,16 +9,13 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parents[1]
-EXAMPLE = PROJECT / "examples" / "brain"
+from helpers import EXAMPLE, git, init_repo
 
 # Tests never reach the network, and never read the developer's own settings.
 # BRAIN_FAULT_* are the fault suite's own knobs (seed, trial counts), not brain settings.
@@ -31,70 +29,15 @@ os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="brain-tests-config-")
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="brain-tests-cache-")
 
 
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    """Create files under root (parents made); str is written as UTF-8."""
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
 
-
-def pdf_of_pages(pages: list[str]) -> bytes:
-    """A PDF with one page per text, each line of it drawn in Helvetica (reportlab)."""
-    import io
-
-    from reportlab.pdfgen import canvas
-
-    buffer = io.BytesIO()
-    pdf = canvas.Canvas(buffer)
-    for text in pages:
-        for n, line in enumerate(text.split("\n")):
-            pdf.drawString(72, 760 - 14 * n, line)
-        pdf.showPage()
-    pdf.save()
-    return buffer.getvalue()
-
-
-def git(root: Path, *args: str) -> str:
-    """Run git in root and return its stdout (raises on failure)."""
-    out = subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True)
-    return out.stdout
-
-
-def init_repo(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "test@example.com")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "commit.gpgsign", "false")
-    return root
-
-
-def committed_notes(root: Path, files: dict[str, str | bytes]) -> Path:
-    """A new git repo at `root` holding `files` in one commit."""
-    init_repo(root)
-    write(root, files)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "notes")
-    return root
-
-
-def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """`brain ARGS` as a real process (python -m brain), capturing output."""
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(PROJECT / "tools" / "lib") + os.pathsep + full_env.get("PYTHONPATH", "")
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "brain", *args],
-        cwd=cwd or PROJECT, env=full_env, capture_output=True, text=True, timeout=timeout,
-    )
-
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs PostgreSQL (tests/postgres, and the fault suite's `postgres` ones) is also `slow`:
+    it waits on the session's server, started once (`-m "not slow"` never starts it)."""
+    postgres = Path(__file__).resolve().parent / "postgres"
+    for item in items:
+        if postgres in item.path.resolve().parents or item.get_closest_marker("postgres"):
+            item.add_marker(pytest.mark.slow)
 
 @pytest.fixture
 def example_notes(tmp_path: Path) -> Path:

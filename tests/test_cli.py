@@ -1,4 +1,5 @@
-"""The `brain` command and the tools/vector scripts as real processes: contract, exit codes, bad input."""
+"""The `brain` command (in this process where no process of its own is needed) and the tools/vector scripts
+as real processes: contract, exit codes, bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, invoke, run_cli, write
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:
@@ -65,6 +66,7 @@ def test_keyword_search_imports_no_numpy(indexed_example: Path) -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow
 def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     result = run_cli("--root", str(example_notes), "index", "--yes", "--json")
     assert result.returncode == 0, result.stderr
@@ -91,6 +93,7 @@ def test_index_json_and_search_json_contract(example_notes: Path) -> None:
     assert "stemmer auto" in stats_text.stdout
 
 
+@pytest.mark.slow
 def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
     scripts = PROJECT / "tools" / "vector"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -114,46 +117,46 @@ def test_scripts_do_what_the_commands_do(example_notes: Path) -> None:
 
 
 def test_usage_errors_exit_2(example_notes: Path) -> None:
-    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--mode", "fuzzy"), 2, "'fuzzy' is not one of")
-    one_line_error(run_cli("--root", str(example_notes), "frobnicate"), 2, "No such command 'frobnicate'")
+    one_line_error(invoke("--root", str(example_notes), "search", "x", "--mode", "fuzzy"), 2, "'fuzzy' is not one of")
+    one_line_error(invoke("--root", str(example_notes), "frobnicate"), 2, "No such command 'frobnicate'")
     # No abbreviations: --ful is not --full (it would start a rebuild), and the line says which was meant.
-    one_line_error(run_cli("--root", str(example_notes), "index", "--ful"), 2, "Did you mean '--full'?")
-    one_line_error(run_cli("--root", str(example_notes), "grep", "x", "-k", "501"), 2, "1<=x<=500")
-    run_cli("--root", str(example_notes), "index")
-    one_line_error(run_cli("--root", str(example_notes), "search", "  "), 2, "empty query")
-    one_line_error(run_cli("--root", str(example_notes), "search", "?!*"), 2, "no words")
-    one_line_error(run_cli("--root", str(example_notes), "search", "x", "--where", "status"), 2, "key=value")
+    one_line_error(invoke("--root", str(example_notes), "index", "--ful"), 2, "Did you mean '--full'?")
+    one_line_error(invoke("--root", str(example_notes), "grep", "x", "-k", "501"), 2, "1<=x<=500")
+    invoke("--root", str(example_notes), "index")
+    one_line_error(invoke("--root", str(example_notes), "search", "  "), 2, "empty query")
+    one_line_error(invoke("--root", str(example_notes), "search", "?!*"), 2, "no words")
+    one_line_error(invoke("--root", str(example_notes), "search", "x", "--where", "status"), 2, "key=value")
 
 
 def test_missing_root_and_root_that_is_a_file(tmp_path: Path) -> None:
-    one_line_error(run_cli("--root", str(tmp_path / "nope"), "index"), 1, "does not exist")
+    one_line_error(invoke("--root", str(tmp_path / "nope"), "index"), 1, "does not exist")
     write(tmp_path, {"file.md": "x"})
-    one_line_error(run_cli("--root", str(tmp_path / "file.md"), "index"), 1, "is a file")
+    one_line_error(invoke("--root", str(tmp_path / "file.md"), "index"), 1, "is a file")
 
 
 def test_search_before_any_index(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "x"})
-    one_line_error(run_cli("--root", str(tmp_path), "search", "x"), 1, "run `brain index` first")
+    one_line_error(invoke("--root", str(tmp_path), "search", "x"), 1, "run `brain index` first")
     assert not (tmp_path / ".brain" / "brain.sqlite").exists()
 
 
 def test_a_search_of_an_index_with_no_notes_says_so(tmp_path: Path) -> None:
     """Newcomer round two, item 1: a search of an empty index printed "0 results" and no hint."""
     write(tmp_path, {"only.bin": b"\x00\x01"})  # nothing brain reads
-    assert run_cli("--root", str(tmp_path), "index").returncode == 0
-    text = run_cli("--root", str(tmp_path), "search", "anything")
+    assert invoke("--root", str(tmp_path), "index").returncode == 0
+    text = invoke("--root", str(tmp_path), "search", "anything")
     assert text.returncode == 0 and "No results: the index holds no notes; `brain index` adds" in text.stdout
-    as_json = json.loads(run_cli("--root", str(tmp_path), "search", "anything", "--json").stdout)
+    as_json = json.loads(invoke("--root", str(tmp_path), "search", "anything", "--json").stdout)
     assert as_json["results"] == [] and as_json["empty"] is True
 
 
 def test_config_set_of_a_setting_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
     """Exit 2 when what was typed is wrong; 1 when a file is (README's exit-code rule)."""
     write(tmp_path, {"a.md": "x"})
-    one_line_error(run_cli("--root", str(tmp_path), "config", "set", "serach.limit", "5"), 2,
+    one_line_error(invoke("--root", str(tmp_path), "config", "set", "serach.limit", "5"), 2,
                    "did you mean search.limit?")
     write(tmp_path, {"brain.toml": "[serach]\nlimit = 5\n"})
-    one_line_error(run_cli("--root", str(tmp_path), "status"), 1, "did you mean search.limit?")
+    one_line_error(invoke("--root", str(tmp_path), "status"), 1, "did you mean search.limit?")
 
 
 @pytest.mark.parametrize(
@@ -174,14 +177,14 @@ def test_bad_database_file_is_refused_and_kept(tmp_path: Path, make: str, fragme
         with sqlite3.connect(db) as conn:
             conn.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
     else:
-        run_cli("--root", str(tmp_path), "index")
+        invoke("--root", str(tmp_path), "index")
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 99")
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = db.read_bytes()
     for command in (["index"], ["search", "apple"], ["stats"]):
-        one_line_error(run_cli("--root", str(tmp_path), *command), 1, fragment)
+        one_line_error(invoke("--root", str(tmp_path), *command), 1, fragment)
     assert db.read_bytes() == before
 
 
@@ -192,13 +195,13 @@ def test_model_that_cannot_load_offline_fails_fast(tmp_path: Path) -> None:
 
 
 def test_bad_ignore_pattern_stops_the_scan_before_writing(example_notes: Path) -> None:
-    assert run_cli("--root", str(example_notes), "index").returncode == 0
+    assert invoke("--root", str(example_notes), "index").returncode == 0
     db = example_notes / ".brain" / "brain.sqlite"
     with sqlite3.connect(db) as conn:
         before = conn.execute("SELECT path, hash FROM files ORDER BY path").fetchall()
     (example_notes / "diary" / "new.md").write_text("a new diary entry")
     (example_notes / "diary" / ".brainignore").write_text("ok\nbad[z-a]\n")
-    one_line_error(run_cli("--root", str(example_notes), "index"), 1, "diary/.brainignore:2:")
+    one_line_error(invoke("--root", str(example_notes), "index"), 1, "diary/.brainignore:2:")
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT path, hash FROM files ORDER BY path").fetchall() == before
 
@@ -282,6 +285,7 @@ def test_shell_completion_completes_commands_and_options() -> None:
     assert choice.stdout.split() == ["plain,bm25"]
 
 
+@pytest.mark.slow
 def test_a_first_index_of_a_huge_folder_asks_first(tmp_path: Path) -> None:
     """Newcomer round two, item 12: a home folder given by mistake must not start hours of indexing."""
     from brain.cli import HUGE_FOLDER_NOTES
@@ -327,10 +331,10 @@ def test_status_stats_and_explain_speak_words_not_internals(tmp_path: Path) -> N
     """Newcomer round two, item 11: `schema 5 (reads 5)`, `chunking v3:chars=1600:…`, `pool mean`, `field share`."""
     write(tmp_path, {"brain.toml": "[search]\nmode = \"bm25\"\n", "a.md": "# Dogs\n\nThe dogs ran home.\n",
                      "b.md": "# Cats\n\nThe cats stayed home.\n"})
-    assert run_cli("--root", str(tmp_path), "index").returncode == 0
-    status = run_cli("--root", str(tmp_path), "status").stdout
-    stats = run_cli("--root", str(tmp_path), "stats").stdout
-    explained = run_cli("--root", str(tmp_path), "search", "dogs home", "--mode", "hybrid", "--explain").stdout
+    assert invoke("--root", str(tmp_path), "index").returncode == 0
+    status = invoke("--root", str(tmp_path), "status").stdout
+    stats = invoke("--root", str(tmp_path), "stats").stdout
+    explained = invoke("--root", str(tmp_path), "search", "dogs home", "--mode", "hybrid", "--explain").stdout
     for text in (status, stats):
         assert "chunks of up to 1,600 characters, 320 shared with the one before" in text
         assert "v3:" not in text and "chars=" not in text and "reads" not in text and "schema" not in text
@@ -340,10 +344,10 @@ def test_status_stats_and_explain_speak_words_not_internals(tmp_path: Path) -> N
 
 def test_search_says_what_the_cutoff_left_out_and_no_cutoff_keeps_it(indexed_example: Path) -> None:
     query = "ricetta della torta al cioccolato della nonna"
-    cut = run_cli("--root", str(indexed_example), "search", query, "-k", "10")
+    cut = invoke("--root", str(indexed_example), "search", query, "-k", "10")
     assert cut.returncode == 0, cut.stderr
     results = [ln for ln in cut.stdout.splitlines() if ln[:1].isdigit()]
     assert results[0].count("Relevance: 100%") == 1 and len(results) < 10
     assert f"({10 - len(results)} more results under 5% relevance left out (--no-cutoff shows them))" in cut.stdout
-    every = run_cli("--root", str(indexed_example), "search", query, "-k", "10", "--no-cutoff")
+    every = invoke("--root", str(indexed_example), "search", query, "-k", "10", "--no-cutoff")
     assert len([ln for ln in every.stdout.splitlines() if ln[:1].isdigit()]) == 10 and "left out" not in every.stdout

@@ -14,8 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from brain import Brain
-from conftest import PROJECT, git, run_cli, write
+from helpers import PROJECT, git, run_cli, write
+
+pytestmark = pytest.mark.slow
 
 
 def test_concurrent_writers_leave_an_exact_index(example_notes: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from brain.config import load_settings, set_value
 from brain.errors import BrainError
-from conftest import run_cli, write
+from helpers import invoke, run_cli, write
 
 
 def test_defaults_file_and_env_layer_with_origins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,14 +83,14 @@ def test_set_value_refuses_bad_values_and_writes_nothing(tmp_path: Path) -> None
 
 def test_cli_config_show_and_set(tmp_path: Path) -> None:
     write(tmp_path, {"brain.toml": "# comment\n[search]\nlimit = 3\n", "a.md": "hello"})
-    result = run_cli("--root", str(tmp_path), "config", "show")
+    result = invoke("--root", str(tmp_path), "config", "show")
     assert result.returncode == 0, result.stderr
     assert "search.limit" in result.stdout and "brain.toml" in result.stdout
     assert "(default)" in result.stdout
-    result = run_cli("--root", str(tmp_path), "config", "set", "search.vector_weight", "0.5")
+    result = invoke("--root", str(tmp_path), "config", "set", "search.vector_weight", "0.5")
     assert result.returncode == 0, result.stderr
     assert "# comment" in (tmp_path / "brain.toml").read_text()
-    bad = run_cli("--root", str(tmp_path), "config", "set", "search.vector_weight", "2")
+    bad = invoke("--root", str(tmp_path), "config", "set", "search.vector_weight", "2")
     assert bad.returncode == 1
     assert bad.stderr.count("\n") == 1 and "between 0 and 1" in bad.stderr
 
@@ -164,7 +164,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
 
 def test_cli_config_show_json_has_help(tmp_path: Path) -> None:
     write(tmp_path, {"a.md": "hello"})
-    result = run_cli("--root", str(tmp_path), "config", "show", "--json")
+    result = invoke("--root", str(tmp_path), "config", "show", "--json")
     assert result.returncode == 0, result.stderr
     import json
 
@@ -199,28 +199,28 @@ def test_config_set_and_unset_mend_a_file_that_refuses_to_load(tmp_path: Path) -
     original = ("# my notes\n[search]\nmode = \"hybrd\"  # the team's choice\nlimit = 5\n\n"
                 "[serach]\nfusion = \"rrf\"\n\n[chunking]\n# small notes\nchunk_chars = 800\n")
     write(tmp_path, {"brain.toml": original, "a.md": "hello"})
-    refused = run_cli("--root", str(tmp_path), "config", "show")
+    refused = invoke("--root", str(tmp_path), "config", "show")
     assert refused.returncode == 1 and "did you mean search.fusion?" in refused.stderr
     assert "`brain config unset serach.fusion` removes it" in refused.stderr
-    removed = run_cli("--root", str(tmp_path), "config", "unset", "serach.fusion")
+    removed = invoke("--root", str(tmp_path), "config", "unset", "serach.fusion")
     # Written, and the one thing still wrong is named with its own fix, which works in turn.
     assert removed.returncode == 1 and removed.stdout == "removed serach.fusion from brain.toml\n"
     assert removed.stderr.count("\n") == 1 and "still wrong" in removed.stderr
     assert "search.mode must be one of" in removed.stderr and "brain config set search.mode VALUE" in removed.stderr
-    mended = run_cli("--root", str(tmp_path), "config", "set", "search.mode", "bm25")
+    mended = invoke("--root", str(tmp_path), "config", "set", "search.mode", "bm25")
     assert mended.returncode == 0 and mended.stdout == "search.mode = 'bm25'\n" and not mended.stderr
     text = (tmp_path / "brain.toml").read_text(encoding="utf-8")
     assert text == original.replace('"hybrd"', '"bm25"').replace('[serach]\nfusion = "rrf"\n\n', "")
-    shown = run_cli("--root", str(tmp_path), "config", "show", "--json")
+    shown = invoke("--root", str(tmp_path), "config", "show", "--json")
     assert shown.returncode == 0, shown.stderr
 
 
 def test_config_unset_takes_a_whole_section_and_says_when_there_is_nothing_to_remove(tmp_path: Path) -> None:
     write(tmp_path, {"brain.toml": "# keep\n[serach]\n# a note\nlimit = 5\nmode = 'bm25'\n"})
-    done = run_cli("--root", str(tmp_path), "config", "unset", "serach")
+    done = invoke("--root", str(tmp_path), "config", "unset", "serach")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "brain.toml").read_text(encoding="utf-8") == "# keep\n"
-    again = run_cli("--root", str(tmp_path), "config", "unset", "serach")
+    again = invoke("--root", str(tmp_path), "config", "unset", "serach")
     assert again.returncode == 2 and again.stderr.count("\n") == 1
     assert "serach is not in" in again.stderr and "nothing was removed" in again.stderr
 

@@ -13,7 +13,7 @@ import pytest
 from brain import Brain
 from brain.search import OUTLIER_Z, Candidates, fuse
 from brain.stemming import stated_language
-from conftest import write
+from helpers import write
 
 CLI_NOTE = """# Riga di comando
 
@@ -75,6 +75,7 @@ def italian_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_english_words_in_a_code_block_do_not_decide_an_english_question(
     italian_notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +95,7 @@ def test_english_words_in_a_code_block_do_not_decide_an_english_question(
         "Estendere/Riga di comando.md")
 
 
+@pytest.mark.slow
 def test_a_common_shared_word_does_not_decide_either(italian_notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ "can I get my money back": the Italian note that quotes "back up" is not the answer; the refund policy is."""
     from brain import search

@@ -13,7 +13,7 @@ from brain.config import FUSION_METHODS
 from brain.errors import BrainError
 from brain.search import Searcher
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 CORPUS = [
     {"_id": "d1", "title": "Sourdough",
@@ -48,6 +48,7 @@ def beir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _collection(base / "tiny"), base / "work"
 
 
+@pytest.mark.slow
 def test_ranx_figures_match_a_hand_computation() -> None:
     qrels = {"q1": {"a": 1, "c": 2}, "q2": {"x": 1}}
     run = {"q1": {"b": 3.0, "a": 2.0, "c": 1.0}, "q2": {"y": 1.0}}
@@ -63,6 +64,7 @@ def test_ranx_figures_match_a_hand_computation() -> None:
     assert evaluation.score_run({"q": {"a": 1}}, {})[0]["mrr@10"] == 0.0  # nothing found scores 0
 
 
+@pytest.mark.slow
 def test_beir_collection_is_indexed_once_and_scored_per_mode(beir: tuple[Path, Path]) -> None:
     folder, work = beir
     collection = evaluation.load_beir(folder, workdir=work)
@@ -104,6 +106,7 @@ def test_beir_collection_is_indexed_once_and_scored_per_mode(beir: tuple[Path, P
         "mode", "nDCG@10", "MRR@10", "P@5", "R@5", "R@100", "R-prec", "median", "ms"]
 
 
+@pytest.mark.slow  # seeded from the index the test above builds in the module's shared workdir
 def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple[Path, Path]) -> None:
     folder, work = beir
     plain = evaluation.load_beir(folder, workdir=work)
@@ -115,6 +118,7 @@ def test_index_settings_get_their_own_database_seeded_from_a_sibling(beir: tuple
     assert report.settings["fts_tokenizer"].startswith("unicode61") and report.index["chunks_embedded"] == 0
 
 
+@pytest.mark.slow
 def test_eval_of_the_example_notes_from_the_command_line(example_notes: Path, tmp_path: Path) -> None:
     queries = PROJECT / "tests" / "data" / "example_queries.jsonl"
     out = run_cli("eval", "--notes", str(example_notes), "--queries", str(queries), "--workdir", str(tmp_path / "w"),
@@ -128,6 +132,7 @@ def test_eval_of_the_example_notes_from_the_command_line(example_notes: Path, tm
     assert not (example_notes / ".brain").exists()  # the notes' own index is never touched
 
 
+@pytest.mark.slow
 def test_a_relevant_path_that_is_not_indexed_is_named(example_notes: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"query": "nginx", "relevant": ["diary/2025-01-21.md"]}) + "\n", encoding="utf-8")
@@ -165,6 +170,7 @@ def test_tied_scores_give_the_same_figures_every_time() -> None:
     assert scores == {0.5}
 
 
+@pytest.mark.slow
 def test_a_beir_folder_with_a_judged_queries_file(beir: tuple[Path, Path], tmp_path: Path) -> None:
     folder, work = beir
     queries = tmp_path / "q.jsonl"
@@ -187,6 +193,7 @@ def test_a_beir_folder_with_a_judged_queries_file(beir: tuple[Path, Path], tmp_p
         evaluation.load_collection(str(folder), queries=str(bad), workdir=str(work))
 
 
+@pytest.mark.slow
 def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text(
@@ -201,6 +208,7 @@ def test_a_query_limited_to_a_path_searches_only_there(example_notes: Path, tmp_
     assert report.results[0].per_query["p1"]["mrr@10"] == 0.0
 
 
+@pytest.mark.slow
 def test_a_judged_query_with_an_unclosed_quote_is_searched_as_typed(example_notes: Path, tmp_path: Path) -> None:
     # Operators are for people typing them: a collection's stray quote is a character, not a refused query.
     queries = tmp_path / "q.jsonl"
@@ -211,6 +219,7 @@ def test_a_judged_query_with_an_unclosed_quote_is_searched_as_typed(example_note
     assert report.results[0].per_query["u1"]["mrr@10"] > 0.0
 
 
+@pytest.mark.slow
 def test_a_file_that_fails_to_index_counts_as_not_found(tmp_path: Path) -> None:
     """brain index goes on past a broken file; so does eval, saying so, and the file is simply not found."""
     notes = tmp_path / "notes"
@@ -244,6 +253,7 @@ def test_eval_without_the_metrics_library_fails_before_indexing(tmp_path: Path,
     assert not list(work.rglob("*.sqlite"))  # nothing was indexed first
 
 
+@pytest.mark.slow
 def test_eval_says_what_is_slow_while_it_is(example_notes: Path, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Newcomer round two, item 6: the first run spent minutes compiling the metrics library, silently."""

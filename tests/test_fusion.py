@@ -19,7 +19,7 @@ from brain import Brain
 from brain.config import FUSION_METHODS
 from brain.search import Candidates, fuse
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 NOTES = {
     # Several notes that are semantically close to "web server configuration".

@@ -14,7 +14,7 @@ import pytest
 from brain import Brain
 from brain import gitsync
 from brain.store import SqliteStore
-from conftest import git, init_repo, write
+from helpers import git, init_repo, write
 
 NOTES = {
     "a.md": "# Alpha\n\nThe nginx reverse proxy terminates TLS for the clinic app.\n",

@@ -21,7 +21,7 @@ import pytest
 
 from brain import Brain
 from brain.gitsync import HOOK_NAMES, hook_template
-from conftest import PROJECT, git, init_repo, run_cli, write
+from helpers import PROJECT, git, init_repo, run_cli, write
 
 
 def git_with(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -175,6 +175,7 @@ def test_install_outside_git_is_one_clear_line(tmp_path: Path) -> None:
     assert done.stderr.strip().count("\n") == 0 and "git init" in done.stderr
 
 
+@pytest.mark.slow
 def test_sync_hook_indexes_each_commit_before_git_returns(repo: Path) -> None:
     assert run_cli("--root", str(repo), "hooks", "install", "--sync").returncode == 0
     (repo / "notes dir").mkdir()
@@ -268,6 +269,7 @@ def commits_during_a_rebuild(root: Path, commits: int, started: Callable[[], boo
     assert_clean(root)
 
 
+@pytest.mark.slow
 def test_twenty_commits_while_a_rebuild_runs(example_notes: Path) -> None:
     marker = example_notes / ".brain" / "brain.sqlite.rebuild"
     commits_during_a_rebuild(example_notes, 20, marker.exists)

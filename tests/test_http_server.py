@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from brain import Brain
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import HttpServer, copy_notes, http_server
 
 JSON = {"content-type": "application/json"}

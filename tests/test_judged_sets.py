@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT
+from helpers import PROJECT
 
 JUDGED = PROJECT / "tools" / "bench" / "judged"
 CORPORA = PROJECT.parent / "shared" / "data" / "corpora"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 ANSWER = "Per limitare le connessioni al database impostare pool_mode = transaction"
 INVOICE_LINE = "Fattura FT-2026-0412 del fornitore Rossi, importo 1.250,00 euro."
@@ -96,6 +96,7 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> Any:
 # ---------------------------------------------------------------- search --excerpt-chars
 
 
+@pytest.mark.slow
 def test_search_excerpt_includes_the_answer_on_page_40(long_notes: Path) -> None:
     data = cli_json("--root", str(long_notes), "search", "pool_mode PgBouncer connessioni", "--excerpt-chars", "3000")
     hit = next(h for h in data["results"] if h["path"] == "manuals/manuale.pdf")
@@ -366,6 +367,7 @@ def test_ask_prompt_shown_is_exactly_what_is_sent(long_notes: Path, chat_server:
     assert sent["answer"] == "".join(_ChatHandler.tokens)
 
 
+@pytest.mark.slow
 def test_ask_server_errors_are_one_line(long_notes: Path, chat_server: Any) -> None:
     refused = run_cli("--root", str(long_notes), "ask", QUESTION, env=_model_env(chat_server, model="no-such-model"))
     assert refused.returncode == 1

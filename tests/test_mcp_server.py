@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import copy_notes, mcp_session
 
 TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status",
@@ -35,6 +35,7 @@ def notes(indexed_example: Path, tmp_path: Path) -> Path:
     return copy_notes(indexed_example, tmp_path / "notes")
 
 
+@pytest.mark.slow
 def test_tools_are_listed_with_descriptions_and_typed_parameters(indexed_example: Path) -> None:
     async def check() -> None:
         async with mcp_session("--root", str(indexed_example)) as session:
@@ -57,6 +58,7 @@ def test_tools_are_listed_with_descriptions_and_typed_parameters(indexed_example
     anyio.run(check)
 
 
+@pytest.mark.slow
 def test_ask_is_marked_as_reaching_outside_when_a_remote_model_is_set(indexed_example: Path, tmp_path: Path) -> None:
     notes = copy_notes(indexed_example, tmp_path / "notes")
 
@@ -133,6 +135,7 @@ def test_get_file_refuses_paths_out_of_the_notes(notes: Path, tmp_path: Path) ->
     anyio.run(check)
 
 
+@pytest.mark.slow
 def test_scan_reports_moves_and_failures(notes: Path) -> None:
     (notes / "notes" / "reading-list.txt").rename(notes / "notes" / "libri.txt")
     write(notes, {"broken.pdf": b"%PDF-1.4 this is not really a pdf"})

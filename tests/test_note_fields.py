@@ -14,7 +14,7 @@ from brain.sources import extract_bytes, metadata_text, note_title, readable_nam
 from brain.spelling import edit_distance
 from brain.stemming import detect_language
 from brain.store import SqliteStore
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 NOTES = {
     # Obsidian-style: no H1, the file name is the title.

@@ -9,7 +9,9 @@ from typing import Any
 import anyio
 import httpx
 
-from conftest import run_cli, write
+import pytest
+
+from helpers import run_cli, write
 from live_servers import copy_notes, http_server, mcp_session
 
 QUERY = "certificato SSL nginx"
@@ -24,6 +26,7 @@ def without_timing(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k != "seconds"}
 
 
+@pytest.mark.slow
 def test_cli_mcp_and_http_agree(indexed_example: Path, tmp_path: Path) -> None:
     notes = copy_notes(indexed_example, tmp_path / "notes")
     (notes / "diary" / "2024-05-02.md").rename(notes / "diary" / "maggio.md")
@@ -159,6 +162,7 @@ def _from_click(param: Any) -> dict[str, Any]:
             "choices": tuple(kind.choices) if isinstance(kind, click.Choice) else None}
 
 
+@pytest.mark.slow
 def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_example: Path, tmp_path: Path) -> None:
     """The CLI's options, the MCP tools' input schemas and the HTTP API's OpenAPI all say what operations declares."""
     from brain.cli import cli
@@ -214,7 +218,7 @@ def test_every_door_takes_the_same_parameters_defaults_and_limits(indexed_exampl
 
 def test_commands_doc_carries_the_operations_table() -> None:
     """docs/commands.md shows the parameters as operations declares them (regenerate: python -m brain.operations)."""
-    from conftest import PROJECT
+    from helpers import PROJECT
 
     from brain.operations import markdown_reference
 

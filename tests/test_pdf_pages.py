@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import pdf_of_pages, run_cli, write
+from helpers import pdf_of_pages, run_cli, write
 
 from brain import Brain
 from brain.sources import PDF_TEXT_IDENTITY, extract_bytes
@@ -227,6 +227,7 @@ def test_get_page_errors_are_one_line_with_the_fix(book_notes: Path, args: list[
     assert len(lines) == 1 and expected in lines[0], result.stderr
 
 
+@pytest.mark.slow
 def test_get_page_through_mcp_and_http_is_the_cli_s_page(book_notes: Path) -> None:
     import anyio
     import httpx

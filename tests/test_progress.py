@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def two_page_pdf() -> bytes:
@@ -94,12 +94,13 @@ def test_the_bar_s_library_is_a_declared_dependency() -> None:
     """tqdm drew the bar but arrived only through another package (newcomer round two, item 12)."""
     import tomllib
 
-    from conftest import PROJECT
+    from helpers import PROJECT
 
     declared = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert any(d.split(">")[0].split("=")[0].strip() == "tqdm" for d in declared)
 
 
+@pytest.mark.slow
 def test_the_bar_ticks_while_one_batch_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Newcomer round two, item 2: the bar sat at `0/708 [00:02<?` for 110 s while a batch ran. With no
     progress at all for over two seconds it is redrawn several times and its clock moves."""

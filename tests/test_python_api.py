@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from brain import Brain
-from conftest import PROJECT, write
+from helpers import PROJECT, write
 
 DOC = PROJECT / "docs" / "python-api.md"
 
@@ -21,6 +23,7 @@ def test_the_table_names_every_public_method() -> None:
     assert public <= listed, sorted(public - listed)
 
 
+@pytest.mark.slow
 def test_the_example_runs_as_written(tmp_path: Path) -> None:
     example = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     assert example is not None

@@ -15,7 +15,7 @@ import pytest
 
 from brain import Brain, BrainError
 from brain.store import SqliteStore
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 UNIQUE = "zanzibarquokka"
 
@@ -131,6 +131,7 @@ def test_nightly_loop_runs_until_stopped(tmp_path: Path, caplog: pytest.LogCaptu
         Brain(root).nightly(at="25:00")
 
 
+@pytest.mark.slow
 def test_schedule_once_from_the_command_line(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# Alpha\n\nThe nginx reverse proxy.\n"})

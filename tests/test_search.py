@@ -12,7 +12,7 @@ from brain import Brain
 from brain.config import load_settings
 from brain.errors import BrainError
 from brain.search import fts_match
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 SAFE_QUERIES = [
     "C++", "#1234", '"quoted"', "e-mail", "FT-2026-0412", "AND", "OR", "NOT foo", "foo*", "a AND", "(x", "x)",
@@ -292,7 +292,7 @@ def test_a_real_query_is_not_weak_and_keeps_its_json_keys(brain: Brain, query: s
 
 
 def test_the_text_view_says_no_keyword_matched(indexed_example: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     out = run_cli("--root", str(indexed_example), "search", NONSENSE[0], "-k", "2")
     assert out.returncode == 0, out.stderr

@@ -12,7 +12,7 @@ import pytest
 from brain.config import load_settings
 from brain.errors import BrainError
 from brain.sources import ExtractionError, discover, extract_bytes, pages_for_lines
-from conftest import init_repo, pdf_of_pages, write
+from helpers import init_repo, pdf_of_pages, write
 
 
 def found(root: Path) -> list[str]:

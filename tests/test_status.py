@@ -6,8 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from brain import Brain
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 
 
 def indexed(tmp_path: Path) -> Path:
@@ -81,6 +83,7 @@ def test_no_index_is_reported_and_nothing_is_created(tmp_path: Path) -> None:
     assert not (root / ".brain").exists()
 
 
+@pytest.mark.slow
 def test_the_nearest_folder_with_brain_toml_is_the_root_even_inside_a_bigger_repo(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     notes = (repo / "notes").resolve()

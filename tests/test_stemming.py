@@ -9,7 +9,7 @@ from brain import Brain
 from brain.stemming import stemmer
 from brain.store import SCHEMA_VERSION, SqliteStore
 
-from conftest import write
+from helpers import write
 
 ITALIAN = {"brain.toml": '[search]\nstemmer = "italian"\n'}
 NOTES = {
@@ -109,7 +109,7 @@ def test_a_schema_2_index_migrates_searches_at_once_and_rebuilds_stemmed(tmp_pat
 
 
 def test_unknown_stemmer_is_a_one_line_settings_error(tmp_path: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     write(tmp_path, {**NOTES, "brain.toml": '[search]\nstemmer = "klingon"\n'})
     done = run_cli("--root", str(tmp_path), "index")
@@ -140,7 +140,7 @@ def _downgrade_to_schema_3(db: Path) -> None:
 
 
 def test_a_schema_3_index_migrates_in_place_and_the_next_index_fills_the_new_fields(tmp_path: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     write(tmp_path, {**NOTES, "Green tea brewing.md": "Water at 80 degrees, two minutes.\n"})
     brain = Brain(tmp_path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 ESC = "\x1b"
 MARKED = "\x1b[1;33m{}\x1b[22;39m"

@@ -18,7 +18,7 @@ import pytest
 from brain import Brain, understanding
 from brain.search import STOP_WORDS
 from brain.stemming import stemmer
-from conftest import run_cli
+from helpers import run_cli
 from live_servers import http_server, mcp_session
 
 FILES = [
@@ -162,6 +162,7 @@ def test_the_cli_prints_the_understood_line_and_literal_turns_it_off(indexed_exa
     assert json.loads(explained.stdout)["understood"] == as_json["understood"]
 
 
+@pytest.mark.slow
 def test_mcp_and_http_carry_it_and_turn_it_off(indexed_example: Path, tmp_path: Path) -> None:
     query = "progetti attivi del 2024"
 

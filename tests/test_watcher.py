@@ -17,7 +17,7 @@ import pytest
 import live_servers
 from brain import Brain, ScanReport
 from brain.watcher import Watcher
-from conftest import PROJECT, run_cli, write
+from helpers import PROJECT, run_cli, write
 
 
 def wait_until(condition: Callable[[], bool]) -> None:
@@ -57,6 +57,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Path, Running]]:
     run.thread.join(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_burst_of_writes_is_one_reindex(running: tuple[Path, Running]) -> None:
     root, run = running
     for n in range(10):
@@ -68,6 +69,7 @@ def test_a_burst_of_writes_is_one_reindex(running: tuple[Path, Running]) -> None
     assert Brain(root).status(verify=True).clean
 
 
+@pytest.mark.slow
 def test_create_modify_move_delete(running: tuple[Path, Running]) -> None:
     root, run = running
     write(root, {"c.md": "# Gamma\n\nAppointment reminders by SMS.\n"})
@@ -87,6 +89,7 @@ def test_create_modify_move_delete(running: tuple[Path, Running]) -> None:
     assert Brain(root).status(verify=True).clean
 
 
+@pytest.mark.slow
 def test_the_watcher_recovers_when_its_folder_disappears(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "repo"
     write(root, {"brain.toml": 'roots = ["notes"]\n', "notes/a.md": "# Alpha\n\nThe nginx reverse proxy.\n"})
@@ -117,6 +120,7 @@ def test_watch_rejects_a_negative_debounce(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--debounce" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_model_loads_when_the_watcher_starts_not_at_the_first_save(tmp_path: Path) -> None:
     """Newcomer round two, item 12: the first change waited ~8 s for the model; it now loads at start."""
     root = tmp_path / "notes"

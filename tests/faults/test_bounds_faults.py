@@ -26,7 +26,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import HttpServer, brain_env, http_server, mcp_session
 from tmpfs import small_disk
 
@@ -49,6 +49,7 @@ def reasons(report: dict[str, Any], key: str) -> dict[str, str]:
 # ---------------------------------------------------------------- F4, F5: frontmatter
 
 
+@pytest.mark.slow
 def test_f4_deeply_nested_frontmatter_does_not_kill_index_or_status(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     deep = "[" * 5000 + "]" * 5000
@@ -80,6 +81,7 @@ def _limited(memory_bytes: int) -> Any:
     return apply
 
 
+@pytest.mark.slow
 def test_f5_alias_bomb_stays_bounded(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     levels = ["a: &a [" + ",".join(['"lol"'] * 9) + "]"]
@@ -115,6 +117,7 @@ def test_f5_alias_bomb_stays_bounded(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- F6: super-linear heading regex
 
 
+@pytest.mark.slow
 def test_f6_heading_with_thousands_of_spaces_indexes(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
@@ -137,6 +140,7 @@ def test_f6_headings_keep_their_meaning() -> None:
     assert paths[5] == "# a" + " " * 3000 + "b c" and paths[7] == "# a" + " " * 3000 + "b c > ### "
 
 
+@pytest.mark.slow
 def test_f6_where_filter_with_many_spaces_parses_in_linear_time(served: tuple[Any, Path]) -> None:
     server, _ = served
     with httpx.Client(base_url=server.url, timeout=HANG) as client:
@@ -180,6 +184,7 @@ def hostile_pdf(pages: int, stream_bytes: int) -> bytes:
     return pdf_file(objects)
 
 
+@pytest.mark.slow
 def test_f8_pdf_sharing_one_huge_stream_fails_alone(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     data = hostile_pdf(300, 1_000_000)
@@ -209,6 +214,7 @@ def pdf_with_content(content: bytes) -> bytes:
     return pdf_file(objects)
 
 
+@pytest.mark.slow
 def test_a_pdf_nested_100000_deep_fails_alone_with_that_reason(tmp_path: Path) -> None:
     """Reliability round two, item 15: it was reported as "no extractable text", the wrong reason."""
     deep = b"[" * 100_000 + b"(hidden)" + b"]" * 100_000
@@ -300,6 +306,7 @@ def serve_with_few_descriptors(root: Path, descriptors: int) -> Iterator[HttpSer
         yield server
 
 
+@pytest.mark.slow
 def test_f17_slow_header_connections_cannot_lock_the_server_out(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"note.md": "the chimera paragraph\n"})
@@ -355,6 +362,7 @@ def test_f18_bad_paths_over_http_are_json_errors(served: tuple[Any, Path]) -> No
             assert "\n" not in body["error"] and str(root) not in body["error"]
 
 
+@pytest.mark.slow
 def test_f18_mcp_errors_never_show_the_notes_folder(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"note.md": "the sphinx paragraph\n"})
@@ -406,6 +414,7 @@ def fill(disk: Path, leave: int) -> None:
 
 
 @pytest.mark.parametrize("room", [100_000, 400_000])
+@pytest.mark.slow
 def test_f18_full_disk_is_a_one_line_error(tmp_path: Path, room: int) -> None:
     # With 400 KB free the disk fills at the scan's last COMMIT (a traceback before);
     # with 100 KB while the index is being created.
@@ -419,6 +428,7 @@ def test_f18_full_disk_is_a_one_line_error(tmp_path: Path, room: int) -> None:
         assert "full" in full, full
 
 
+@pytest.mark.slow
 def test_f18_read_only_index_is_a_one_line_error(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"note.md": "the siren paragraph\n"})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import committed_notes, git, run_cli, write
+from helpers import committed_notes, git, run_cli, write
 from live_servers import brain_env
 
 def _schemas(url: str) -> list[str]:
@@ -105,6 +105,7 @@ def test_a_bad_note_fails_alone_on_both_stores(tmp_path: Path, store_url: str) -
             assert json.loads(found.stdout)["results"][0]["path"] == path, (store, query)
 
 
+@pytest.mark.slow
 def test_the_hook_names_a_file_whose_name_is_not_utf8(tmp_path: Path) -> None:
     root = committed_notes(tmp_path / "notes", {"a.md": "# A\n\nalpha\n"})
     assert run_cli("--root", str(root), "index").returncode == 0

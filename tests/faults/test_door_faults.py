@@ -18,8 +18,10 @@ import httpx
 import pytest
 
 from brain import Brain
-from conftest import write
+from helpers import write
 from live_servers import HttpServer, http_server, mcp_session
+
+pytestmark = pytest.mark.slow
 
 NOTES = {
     "d1.md": "# Alpha\n\nalpha words for the first note\n",

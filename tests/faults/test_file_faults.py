@@ -20,7 +20,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session, wait_until
 
 SECRET = "the launch codes are 0000"
@@ -84,6 +84,7 @@ def repo(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------- F2: symlinks out of the notes
 
 
+@pytest.mark.slow
 def test_committed_symlinks_out_of_the_notes_are_never_indexed(repo: Path, secret: Path) -> None:
     os.symlink(os.path.relpath(secret, repo), repo / "relative.md")
     os.symlink(secret, repo / "absolute.md")
@@ -102,6 +103,7 @@ def test_committed_symlinks_out_of_the_notes_are_never_indexed(repo: Path, secre
     no_secret(run_cli("--root", str(repo), "grep", "launch").stdout)
 
 
+@pytest.mark.slow
 def test_a_link_repointed_outside_after_indexing_does_not_leak(tmp_path: Path, secret: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"real.md": "# Real\n\nInside the notes, about nginx.\n"})
@@ -135,6 +137,7 @@ def test_a_link_repointed_outside_after_indexing_does_not_leak(tmp_path: Path, s
     no_secret(*anyio.run(over_mcp))
 
 
+@pytest.mark.slow
 def test_the_watcher_does_not_index_a_link_out_and_stops_on_sigterm(tmp_path: Path, secret: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# Alpha\n\nfirst note\n"})
@@ -158,6 +161,7 @@ def test_the_watcher_does_not_index_a_link_out_and_stops_on_sigterm(tmp_path: Pa
     assert watch.returncode == 0, watch.stderr.read() if watch.stderr else ""
 
 
+@pytest.mark.slow
 def test_a_link_to_a_hidden_or_ignored_file_inside_the_notes_is_not_read(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
@@ -176,6 +180,7 @@ def test_a_link_to_a_hidden_or_ignored_file_inside_the_notes_is_not_read(tmp_pat
 # ---------------------------------------------------------------- F16: planted index rows
 
 
+@pytest.mark.slow
 def test_planted_rows_with_absolute_or_climbing_paths_are_never_read(tmp_path: Path, secret: Path) -> None:
     root = tmp_path / "notes"
     write(root, {
@@ -201,6 +206,7 @@ def test_planted_rows_with_absolute_or_climbing_paths_are_never_read(tmp_path: P
 # ---------------------------------------------------------------- F3: endless and special files
 
 
+@pytest.mark.slow
 def test_a_pulled_link_to_dev_zero_fails_alone(repo: Path) -> None:
     os.symlink("/dev/zero", repo / "zero.md")
     write(repo, {"b.md": "# Beta\n\nrestic backups at night\n"})
@@ -216,6 +222,7 @@ def test_a_pulled_link_to_dev_zero_fails_alone(repo: Path) -> None:
 # ---------------------------------------------------------------- F9: FIFOs
 
 
+@pytest.mark.slow
 def test_reindex_of_a_fifo_fails_at_once(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# A\n\nhello\n"})
@@ -227,6 +234,7 @@ def test_reindex_of_a_fifo_fails_at_once(tmp_path: Path) -> None:
     assert scan.returncode == 0, scan.stderr
 
 
+@pytest.mark.slow
 def test_a_note_replaced_by_a_fifo_does_not_hang_the_server(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# A\n\nthe nginx proxy\n", "b.md": "# B\n\nthe nginx upstream\n"})
@@ -245,6 +253,7 @@ def test_a_note_replaced_by_a_fifo_does_not_hang_the_server(tmp_path: Path) -> N
 # ---------------------------------------------------------------- F7: symlink loops
 
 
+@pytest.mark.slow
 def test_a_symlink_loop_does_not_crash_index_or_status(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"real.md": "# Real\n\nstill indexed\n"})
@@ -276,6 +285,7 @@ def _notes_with_submodule(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
     root = _notes_with_submodule(tmp_path)
     assert run_cli("--root", str(root), "hooks", "install", "--sync").returncode == 0
@@ -290,6 +300,7 @@ def test_submodule_notes_follow_the_superproject(tmp_path: Path) -> None:
     assert status["stale"] == [] and status["clean"], status
 
 
+@pytest.mark.slow
 def test_commits_and_checkouts_inside_a_submodule_reach_the_index(tmp_path: Path) -> None:
     root = _notes_with_submodule(tmp_path)
     installed = run_cli("--root", str(root), "hooks", "install", "--sync")
@@ -311,6 +322,7 @@ def test_commits_and_checkouts_inside_a_submodule_reach_the_index(tmp_path: Path
     assert not any("brain-hook" in p.read_text(errors="replace") for p in hooks.iterdir() if p.is_file())
 
 
+@pytest.mark.slow
 def test_a_backslash_in_a_file_name_is_readable_over_http(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"back\\slash.md": "# Odd\n\nbackslash note body\n"})
@@ -332,6 +344,7 @@ def test_malformed_where_filters_are_one_line_errors(indexed_example: Path, bad:
     assert done.returncode == 2
 
 
+@pytest.mark.slow
 def test_binary_files_without_nul_bytes_are_not_indexed_as_text(tmp_path: Path) -> None:
     import random
 
@@ -349,6 +362,7 @@ def test_binary_files_without_nul_bytes_are_not_indexed_as_text(tmp_path: Path) 
 # ---------------------------------------------------------------- F20
 
 
+@pytest.mark.slow
 def test_scan_full_must_be_a_boolean(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# A\n\nhello\n"})
@@ -382,6 +396,7 @@ def test_a_non_ascii_token_authenticates(tmp_path: Path) -> None:
             assert latin.status_code == 401
 
 
+@pytest.mark.slow
 def test_control_and_bidi_characters_in_names_are_escaped_in_text_views(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     names = ["line\nbreak.md", "evil\u202egnp.md", "tab\there.md", "esc\x1b[31mred.md"]
@@ -400,6 +415,7 @@ def test_control_and_bidi_characters_in_names_are_escaped_in_text_views(tmp_path
     assert sorted(m["path"] for m in as_json["matches"]) == sorted(names)  # JSON keeps the real names
 
 
+@pytest.mark.slow
 def test_http_errors_name_the_input_they_are_about(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     write(root, {"a.md": "# A\n\nhello\n"})

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 from live_servers import http_server
 
 TIMEOUT = 300.0
@@ -29,6 +29,7 @@ def _notes(count: int, words: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.slow
 def test_searches_answer_while_a_post_index_runs(tmp_path: Path, store: str, request: pytest.FixtureRequest) -> None:
     """Item 7: a search waited behind POST /index (37 s here; up to the lock's 600 s behind another writer)."""
     env = {"BRAIN_STORE": request.getfixturevalue("store_url") if store == "postgres" else ""}

@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 
 from brain import Brain
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 SEED = int(os.environ.get("BRAIN_FAULT_SEED") or random.SystemRandom().randrange(1 << 32))
 KILLS = int(os.environ.get("BRAIN_FAULT_KILLS") or 20)

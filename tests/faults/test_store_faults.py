@@ -22,7 +22,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import git, init_repo, run_cli, write
+from helpers import git, init_repo, run_cli, write
 from live_servers import brain_env, http_server, mcp_session
 from tmpfs import small_disk
 
@@ -71,6 +71,7 @@ def one_line_error(done: subprocess.CompletedProcess[str], fragment: str) -> str
 # ---------------------------------------------------------------- F1: a server's SQLite locks
 
 
+@pytest.mark.slow
 def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
     """/search, /file, then a CLI `brain index` and a `/index`: the index stays intact and the server answers."""
     notes = make_notes(tmp_path / "notes")
@@ -96,6 +97,7 @@ def test_f1_http_server_keeps_its_locks_when_another_process_indexes(tmp_path: P
     assert '"clean": true' in verified.stdout
 
 
+@pytest.mark.slow
 def test_f1_mcp_server_keeps_its_locks_when_another_process_indexes(tmp_path: Path) -> None:
     """memory_search, memory_get_file, a CLI `brain index`, memory_index: integrity_check stays ok on disk."""
     notes = make_notes(tmp_path / "notes")
@@ -133,6 +135,7 @@ def delete_index(notes: Path) -> None:
             path.unlink()
 
 
+@pytest.mark.slow
 def test_f13_http_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> None:
     notes = make_notes(tmp_path / "notes")
     with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
@@ -157,6 +160,7 @@ def test_f13_http_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) ->
     assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
 
+@pytest.mark.slow
 def test_f13_mcp_server_follows_an_index_deleted_and_rebuilt(tmp_path: Path) -> None:
     notes = make_notes(tmp_path / "notes")
 
@@ -186,6 +190,7 @@ def search_json(notes: Path, query: str, mode: str = "bm25") -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_hook(tmp_path: Path) -> None:
     notes = make_notes(tmp_path / "notes")
     installed = run_cli("--root", str(notes), "hooks", "install", "--sync")
@@ -215,6 +220,7 @@ def test_f15_note_replaced_by_a_folder_of_its_name_leaves_the_index_through_the_
     assert integrity(notes / ".brain" / "brain.sqlite") == "ok"
 
 
+@pytest.mark.slow
 def test_f15_search_never_shows_the_indexed_text_of_a_note_now_a_folder(tmp_path: Path) -> None:
     """Before any sync has run: the index still has the note, the disk has a folder; search drops it."""
     notes = make_notes(tmp_path / "notes")
@@ -266,6 +272,7 @@ def locked_folder(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
 
 
+@pytest.mark.slow
 def test_f14_notes_in_an_unreadable_folder_are_failed_and_kept_not_removed(locked_folder: Path) -> None:
     notes = make_notes(locked_folder / "notes")
     work = notes / "work"
@@ -328,6 +335,7 @@ def rebuild_leftovers(notes: Path) -> list[str]:
     return sorted(p.name for p in (notes / ".brain").iterdir() if ".rebuild" in p.name)
 
 
+@pytest.mark.slow
 def test_f12_disk_full_while_building_keeps_the_old_index_and_cleans_up(tmp_path: Path) -> None:
     source = bulky_notes(tmp_path / "source")
     live = (source / ".brain" / "brain.sqlite").stat().st_size
@@ -355,6 +363,7 @@ def test_f12_disk_full_while_building_keeps_the_old_index_and_cleans_up(tmp_path
         assert facts["clean"] and facts["last_rebuild"]["ok"] is False, facts
 
 
+@pytest.mark.slow
 def test_f12_disk_full_in_the_final_copy_keeps_the_old_index_under_a_running_server(tmp_path: Path) -> None:
     source = bulky_notes(tmp_path / "source")
     live = (source / ".brain" / "brain.sqlite").stat().st_size
@@ -382,6 +391,7 @@ def test_f12_disk_full_in_the_final_copy_keeps_the_old_index_under_a_running_ser
         assert integrity(db) == "ok"
 
 
+@pytest.mark.slow
 def test_f12_rebuild_into_an_index_of_another_page_size_is_copied_in_place(tmp_path: Path) -> None:
     """The final copy never falls back to renaming over the live file, which a server would keep reading."""
     notes = make_notes(tmp_path / "notes")
@@ -405,6 +415,7 @@ def test_f12_rebuild_into_an_index_of_another_page_size_is_copied_in_place(tmp_p
 
 
 @pytest.mark.parametrize("command", [["index"], ["index", "--full"]])
+@pytest.mark.slow
 def test_f13_only_the_main_file_deleted_under_a_server(tmp_path: Path, command: list[str]) -> None:
     """`rm brain.sqlite` leaves the server's -wal and -shm: the new index must not be read through them."""
     notes = make_notes(tmp_path / "notes")
@@ -436,6 +447,7 @@ def test_f1_an_index_named_like_a_note_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("with_shm", [False, True], ids=["closed", "shm-left-by-a-reader"])
+@pytest.mark.slow
 def test_a_read_only_index_folder_still_answers_searches(locked_folder: Path, with_shm: bool) -> None:
     """Reliability round two, item 16: an index this user cannot write is opened read-only, not refused."""
     import sqlite3

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write
+from helpers import run_cli, write
 
 PASSWORD = "Qx7sEcret"
 # Each puts the password where a naive parse splits the URL: a bad percent escape, a second '@',

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import committed_notes, git, run_cli, write
+from helpers import committed_notes, git, run_cli, write
 from live_servers import brain_env, mcp_session
 
 NOTES = {
@@ -101,6 +101,7 @@ def _commit(root: Path, files: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_committed_store_is_not_used_by_the_hook_until_approved(tmp_path: Path, listener: Listener) -> None:
     root = _hooked_repo(tmp_path / "notes")
     hostile = f"postgresql://mallory@127.0.0.1:{listener.port}/notes"
@@ -140,6 +141,7 @@ def test_a_committed_store_is_not_used_by_the_hook_until_approved(tmp_path: Path
         other.sock.close()
 
 
+@pytest.mark.slow
 def test_a_committed_model_endpoint_gets_no_token_and_no_notes(
     tmp_path: Path, endpoint: ModelEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from brain.store import FileKeywords, NewChunk
 from brain.store.postgres import PostgresStore
-from conftest import PROJECT
+from helpers import PROJECT
 
 FILES = 12
 CHUNKS = 8

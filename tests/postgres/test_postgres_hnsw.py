@@ -17,7 +17,7 @@ from brain import Brain
 from brain.store.postgres import corpus
 from brain.store import NewChunk
 from brain.store.postgres import HNSW_INDEX, PostgresStore
-from conftest import committed_notes, git
+from helpers import committed_notes, git
 
 DIM = 384
 

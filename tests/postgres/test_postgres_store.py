@@ -17,7 +17,7 @@ from brain.store.postgres import SCHEMA_VERSION, PostgresStore, schema_name, spl
 from brain.store.postgres.bm25 import sum_by_chunk
 from brain.store.postgres.schema import DELETE_FILE_POSTINGS
 from brain.store.postgres.tokens import index_tokens, tsquery_literal, tsvector_literal
-from conftest import PROJECT, committed_notes, git, run_cli, write
+from helpers import PROJECT, committed_notes, git, run_cli, write
 
 NOTES = {
     "projects/nexum.md": "---\ntitle: Nexum clinic\nstatus: active\n---\n# Nexum\n\n"
