@@ -131,6 +131,25 @@ def test_ask_marks_each_page_with_its_printed_label(book_notes: Path) -> None:
     assert "[page 3, printed 1]" in source.excerpt
 
 
+def test_contents_and_index_pages_rank_below_the_pages_they_point_to(tmp_path: Path) -> None:
+    """Books issue: contents and back-index pages held 20 of 295 top-5 slots of the books' judged set."""
+    from brain.search import is_navigation
+
+    topics = ["boats", "harbour", "nets", "tides", "gulls", "ropes", "sails", "oars", "docks", "waves"] * 2
+    contents = "Contents\n" + "\n".join(f"{n}. The walrus and the {topic} . . . {n * 7}"
+                                         for n, topic in enumerate(topics, 1))
+    chapter = "Chapter three\nThe walrus sleeps on the harbour stones and watches the boats come in." + _FILLER
+    write(tmp_path, {"book.pdf": pdf_of_pages([contents, _FILLER, chapter]),
+                     "brain.toml": "[chunking]\nchunk_chars = 1000\noverlap_chars = 0\n"})
+    Brain(tmp_path).index()
+    assert is_navigation(contents) and not is_navigation(chapter)
+    found = Brain(tmp_path).search("walrus harbour boats", mode="bm25", chunks=True, no_cutoff=True).results
+    assert 3 in found[0].pages and found[-1].pages[0] == 1, [(h.pages, h.score) for h in found]
+    assert 3 in Brain(tmp_path).search("walrus harbour boats", mode="bm25").results[0].pages  # one per file
+    asked = Brain(tmp_path).search("indice walrus harbour boats", mode="bm25", chunks=True, no_cutoff=True)
+    assert asked.results[0].pages[0] == 1  # asked for by name: the contents page stands where its words put it
+
+
 def test_pages_in_text_are_runs_with_their_printed_labels() -> None:
     from brain.texts import labelled_pages
 
