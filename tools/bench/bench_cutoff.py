@@ -23,6 +23,7 @@ from brain import evaluation
 from brain.embeddings import Embedder
 from brain.errors import BrainError
 from brain.search import SearchResponse, Searcher
+from collection_args import add_collection_arguments, load_collection
 
 K = 10
 
@@ -63,20 +64,12 @@ def _scores(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> tup
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collection", nargs="?")
-    parser.add_argument("--notes", default=None, help="a notes folder, with --queries (a judged JSONL file)")
-    parser.add_argument("--queries", default=None)
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--limit-queries", type=int, default=None)
-    parser.add_argument("--workdir", default=None)
+    add_collection_arguments(parser)
     parser.add_argument("--modes", default="hybrid,bm25,vector")
     parser.add_argument("--thresholds", default="0.05,0.1,0.2,0.3")
     args = parser.parse_args()
 
-    collection = evaluation.load_collection(
-        args.collection, split=args.split, notes=args.notes, queries=args.queries,
-        workdir=args.workdir, limit_queries=args.limit_queries,
-    )
+    collection = load_collection(args)
     settings = collection.settings
     embedder = Embedder(settings)
     evaluation._prepare_index(collection, embedder, show_progress=False)  # builds or reuses, like brain eval

@@ -26,17 +26,12 @@ from brain import evaluation, spelling
 from brain.config import FUSION_METHODS
 from brain.embeddings import Embedder
 from brain.search import Candidates, Searcher, fuse, query_terms
+from collection_args import add_collection_arguments, load_collection
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collection", nargs="?")
-    parser.add_argument("--notes", default=None, help="a notes folder, with --queries (a judged JSONL file)")
-    parser.add_argument("--queries", default=None)
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--limit-queries", type=int, default=None)
-    parser.add_argument("--workdir", default=None)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_collection_arguments(parser)
     parser.add_argument("--methods", default=",".join(FUSION_METHODS))
     parser.add_argument("--weights", default="0.3,0.4,0.5,0.6,0.7,0.8")
     parser.add_argument("--pools", default="50,100,200,400")
@@ -55,10 +50,7 @@ def main() -> int:
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()
 
-    collection = evaluation.load_collection(
-        args.collection, split=args.split, notes=args.notes, queries=args.queries,
-        workdir=args.workdir, overrides=args.set, limit_queries=args.limit_queries,
-    )
+    collection = load_collection(args)
     settings = collection.settings
     embedder = Embedder(settings)
     evaluation._prepare_index(collection, embedder, show_progress=False)  # builds or reuses, like brain eval

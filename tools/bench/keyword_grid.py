@@ -28,19 +28,14 @@ from brain import evaluation, search, spelling, store
 from brain.embeddings import Embedder
 from brain.errors import BrainError
 from brain.search import Searcher
+from collection_args import add_collection_arguments, load_collection
 
 DEFAULT_GRID = "1,1,1,1,1;2,2,1,1,1;4,4,2,2,1;4,2,2,1,1;8,4,2,2,1;8,8,2,2,1;4,4,1,1,1"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collection", nargs="?")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--notes")
-    parser.add_argument("--queries")
-    parser.add_argument("--limit-queries", type=int, default=None)
-    parser.add_argument("--workdir", default=None)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_collection_arguments(parser)
     parser.add_argument("--grid", default=DEFAULT_GRID,
                         help=f"weights of {','.join(store.FIELDS)}, settings split by ';'")
     parser.add_argument("--title-bonus", default=str(search.TITLE_MATCH_WEIGHT),
@@ -51,8 +46,7 @@ def main() -> int:
                         help="typo correction weights to try, e.g. 0,0.5")
     args = parser.parse_args()
 
-    collection = evaluation.load_collection(args.collection, split=args.split, notes=args.notes, queries=args.queries,
-                                            workdir=args.workdir, overrides=args.set, limit_queries=args.limit_queries)
+    collection = load_collection(args)
     kinds: dict[str, str] = {}
     if args.queries:
         rows = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
