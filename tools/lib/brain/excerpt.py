@@ -77,6 +77,8 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
     fold = np.array(_FOLDED, dtype=np.uint32)
     word = np.array([chr(cp).isalnum() for cp in range(_LUT_SIZE)], dtype=bool)
     return fold, word
+
+
 _PAST_TABLE = re.compile(f"[^\\x00-\\u{_LUT_SIZE - 1:04x}]")
 
 

@@ -30,7 +30,7 @@ from .stemming import WORD as _TOKEN
 from .stemming import query_languages as query_languages_for
 from .stemming import stemmer as stemmer_for
 from .store import FIELDS, ChunkRow, FileRow, Index, open_store
-from .texts import FileGone, TextReader, TextUnavailable
+from .texts import FileGone, FileText, TextReader, TextUnavailable
 
 PREVIEW_CHARS = 240
 # A changed file's best-matching lines are looked for in windows of this size: a few
@@ -343,7 +343,7 @@ _ENDS_IN_PAGE = re.compile(r"(?:\d{1,4}|[ivxlc]{1,7})\s*$")
 def is_navigation(text: str) -> bool:
     """True for a table of contents or a back index: at least 6 lines, nearly all ending in a page number.
 
-    On the two books of the judged set such pages (0.82-1.0 of their lines) held 35 of 295 top-5 slots;
+    On the two books of the judged set such pages (0.82-1.0 of their lines) held 20 of 295 top-5 slots;
     pages of code or figures, the nearest others, end 0.50-0.66 of their lines in a number.
     """
     lines = [line for line in text.split("\n") if line.strip()]
@@ -847,7 +847,7 @@ class Searcher:
             later = 0  # hits whose note lacks a phrase: at most `limit` are kept, below the others
             # A book's contents and index pages (lines of titles and page numbers) rank below its other
             # pages, unless the query asks for them: a file's next chunk stands for it if one comes.
-            navigation_asked = bool(NAVIGATION_WORDS & {fold(t) for t in query_terms(query)})
+            navigation_asked = not NAVIGATION_WORDS.isdisjoint(terms)
             demoted: set[int] = set()
             deferred: dict[int, tuple[int, ChunkRow, FileRow]] = {}  # file id → its best navigation chunk
             forms = _index_forms(profile)
@@ -1382,7 +1382,7 @@ def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int, quer
     """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
     is now, and its length."""
     response.excerpt_chars = chars
-    documents: dict[str, Any] = {}
+    documents: dict[str, FileText | None] = {}
     for hit in response.results:
         if hit.path not in documents:
             row = reader.store.get_file(hit.path)

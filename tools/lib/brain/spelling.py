@@ -17,11 +17,13 @@ only (max_edits): at that length two edits turn any word into many others.
 from __future__ import annotations
 
 import functools
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .excerpt import fold
+from .stemming import DETECTED
 from .stemming import WORD as _TOKEN
 from .stemming import stemmer as stemmer_for
 
@@ -41,7 +43,6 @@ EXPANSION_WEIGHT = 0.5
 # says it is not "careful"): the word lists of the languages the index is stemmed in (pyspellchecker's).
 DICTIONARIES = {"english": "en", "italian": "it", "french": "fr", "german": "de", "spanish": "es",
                 "portuguese": "pt", "dutch": "nl"}
-DICTIONARY_DEFAULTS = ("english", "italian")  # the languages of the queries, whatever the notes are stemmed in
 FAMILY_CHARS = 6  # a dictionary word's correction must begin as it does for this many letters: its own family
 ANSWERS_KEPT = 10_000  # nearest() answers a vocabulary remembers
 CANDIDATES_CHECKED = 300  # vocabulary words per query word whose edit distance is computed (most trigrams shared first)
@@ -83,7 +84,7 @@ def in_dictionary(word: str, languages: Sequence[str]) -> bool:
     """True when `word` is a word of one of `languages` (Snowball stemmer names), or of English or Italian, as
     its dictionary spells it."""
     folded = word.lower()
-    for language in dict.fromkeys((*languages, *DICTIONARY_DEFAULTS)):  # the notes' languages, and the queries'
+    for language in _with_query_languages(languages):
         code = DICTIONARIES.get(language)
         words = _dictionary(code) if code else None
         if words is not None and folded in words:
@@ -91,23 +92,18 @@ def in_dictionary(word: str, languages: Sequence[str]) -> bool:
     return False
 
 
-def _same_family(term: str, word: str, forms: Sequence[str], languages: Sequence[str]) -> bool:
-    """True when index word `term` is another form of the typed `word`: the same Snowball stem in a query
-    language ("indici" and "indice" are "indic"), or the same first FAMILY_CHARS letters as one of its index
-    `forms` ("appartiene" and "appartenga"). "parts" is no form of "party" (stems "part" and "parti")."""
-    if any(_shared_start(term, form) >= FAMILY_CHARS for form in forms):
+def _with_query_languages(languages: Sequence[str]) -> tuple[str, ...]:
+    """`languages` and the ones queries are written in (stemming.DETECTED), whatever the notes are stemmed in."""
+    return tuple(dict.fromkeys((*languages, *DETECTED)))
+
+
+def _same_family(term: str, forms: Sequence[str], word_stems: set[str], languages: Sequence[str]) -> bool:
+    """True when index word `term` is another form of the typed word: one of its Snowball stems `word_stems`
+    in `languages` ("indici" and "indice" are "indic"), or the same first FAMILY_CHARS letters as one of its
+    index `forms` ("appartiene" and "appartenga"). "parts" is no form of "party" (stems "part" and "parti")."""
+    if any(len(os.path.commonprefix((term, form))) >= FAMILY_CHARS for form in forms):
         return True
-    every = tuple(dict.fromkeys((*languages, *DICTIONARY_DEFAULTS)))
-    return bool(set(stems(term, every)) & set(stems(word.lower(), every)))
-
-
-def _shared_start(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    return not word_stems.isdisjoint(stems(term, languages))
 
 
 def index_forms(word: str, languages: Sequence[str], porter: bool) -> list[str]:
@@ -232,6 +228,7 @@ def expansions(
     turns an index word back into a word as written.
     """
     out: list[Expansion] = []
+    every = _with_query_languages(languages)  # a dictionary word's family, by stem
     for word in words:
         if len(word) < MIN_WORD_CHARS or not word.isalpha():
             continue  # identifiers and numbers are never typos of something else
@@ -241,6 +238,7 @@ def expansions(
         # A real word is no typo: only another form of it (a long shared beginning: "appartenga" and
         # "appartiene", "gallery" and "galleria") is searched besides it, never a neighbour ("party", "parts").
         family = in_dictionary(word, languages)
+        word_stems = set(stems(word.lower(), every)) if family else set()
         forms = index_forms(word, languages, porter)
         floor = 0 if held == 0 else held * RARE_RATIO - 1
         near: list[tuple[int, int, str]] = []
@@ -252,7 +250,7 @@ def expansions(
             # A word FTS5's porter would change again could not be searched as it is stored.
             if porter and _porter()(term) != term:
                 continue
-            if family and not _same_family(term, word, forms, languages):
+            if family and not _same_family(term, forms, word_stems, every):
                 continue
             if term not in terms and term not in forms:
                 terms.append(term)
