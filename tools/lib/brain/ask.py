@@ -136,8 +136,8 @@ def page_marks(document: FileText) -> list[tuple[int, str]]:
     while True:
         if line in wanted:
             page = wanted[line]
-            label = labels[page - 1] if page <= len(labels) else ""
-            printed = f", printed {label}" if label and label != str(page) else ""
+            label = next(iter(page_labels_of(labels, [page])), str(page))  # its number where it has no label
+            printed = f", printed {label}" if label != str(page) else ""
             marks.append((offset, f"[page {page}{printed}]"))
         nxt = text.find("\n", offset)
         if nxt == -1 or len(marks) == len(wanted):
