@@ -17,6 +17,13 @@ time (`git commit` as a subprocess, wall clock):
   * the same one-file edit re-indexed in a process that already has the model.
 
 Numbers go to stdout (and JSON with --json); docs/performance.md keeps a copy.
+
+    python tools/bench/bench_hook.py --against OLD_CHECKOUT [--rounds 3] [--runs 7]
+
+runs OLD_CHECKOUT's own tools/bench/bench_hook.py and this one by turns, each a
+whole run in its own process, and prints each measure's median over the rounds
+for both versions and their ratio: the hook before and after a change, under the
+same load.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT / "tools" / "lib"))
 
 from brain import Brain  # noqa: E402
-from brain.search import fts_match, query_stemmers  # noqa: E402
+from brain.search import IndexProfile, fts_match  # noqa: E402
 from brain.store import SqliteStore  # noqa: E402
 
 
@@ -70,7 +77,7 @@ def head(root: Path) -> str:
 
 def until_searchable(root: Path, word: str, started: float, timeout: float = 300.0) -> float:
     store = SqliteStore(root / ".brain" / "brain.sqlite", create=False)
-    match = fts_match(word, query_stemmers(store.query_languages()))
+    match = fts_match(word, IndexProfile.of(store).stems)
     assert match is not None
     try:
         while time.perf_counter() - started < timeout:
@@ -87,7 +94,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=11, help="commits per measurement (median reported)")
     parser.add_argument("--searchable-runs", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", type=Path, metavar="OLD_CHECKOUT",
+                        help="alternate whole runs with that checkout's own copy of this benchmark")
+    parser.add_argument("--rounds", type=int, default=3, help="turns each version takes (with --against)")
     args = parser.parse_args()
+    if args.against:
+        return against(args.against.resolve(), args.rounds, args.runs, args.searchable_runs)
 
     work = Path(tempfile.mkdtemp(prefix="brain-bench-hook-"))
     try:
@@ -185,6 +197,31 @@ def main() -> int:
     else:
         for key, value in result.items():
             print(f"{key:<34} {value}")
+    return 0
+
+
+def against(old: Path, rounds: int, runs: int, searchable_runs: int) -> int:
+    """Whole runs of the old checkout's benchmark and this one, by turns; medians per measure and their ratio."""
+    scripts = {"before": old / "tools" / "bench" / "bench_hook.py", "after": Path(__file__).resolve()}
+    results: dict[str, list[dict[str, object]]] = {name: [] for name in scripts}
+    load = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for name, script in scripts.items():
+            out = subprocess.run([sys.executable, str(script), "--json", "--runs", str(runs),
+                                  "--searchable-runs", str(searchable_runs)], capture_output=True, text=True)
+            if out.returncode != 0:
+                raise SystemExit(f"{script}: {out.stderr.strip()[-2000:]}")
+            results[name].append(json.loads(out.stdout))
+    load.append(os.getloadavg()[0])
+    print(f"{rounds} rounds of {runs} commits per version, alternating; load average {load[0]:.1f} → {load[1]:.1f}\n")
+    print("| measure (ms, median of the rounds' medians) | before | after | after / before |\n|---|---:|---:|---:|")
+    for key, value in results["after"][0].items():
+        if not isinstance(value, (int, float)) or key == "runs":
+            continue
+        before = statistics.median(float(r[key]) for r in results["before"])  # type: ignore[arg-type]
+        after = statistics.median(float(r[key]) for r in results["after"])  # type: ignore[arg-type]
+        ratio = f"{after / before:.2f}" if before > 0 else "–"
+        print(f"| {key} | {before:.1f} | {after:.1f} | {ratio} |")
     return 0
 
 
