@@ -19,6 +19,8 @@ everything here alternates:
 
 `--database` points both versions at an existing index (BRAIN_DATABASE), e.g. a
 copy of the one `brain eval` built; otherwise the notes folder's own index is used.
+`--own-index` gives each version its own copy of the notes folder, indexed by that
+version (`brain index`): for versions whose index schemas differ.
 Queries: a JSONL file whose lines hold "query" (judged sets) or "text" (BEIR).
 """
 
@@ -28,8 +30,10 @@ import argparse
 import json
 import os
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -113,6 +117,8 @@ def main() -> None:
     parser.add_argument("--database", type=Path, help="an existing index for both versions (default: the folder's own)")
     parser.add_argument("--lib", action="append", default=[], metavar="NAME=PATH",
                         help="a version of brain: its tools/lib folder (repeat; the first is the baseline)")
+    parser.add_argument("--own-index", action="store_true",
+                        help="each version indexes its own copy of the folder (when their schemas differ)")
     parser.add_argument("--limit", type=int, help="only the first N queries")
     parser.add_argument("--toggle", choices=("understanding", "field-share"), default="understanding",
                         help="the rule the warm one-process runs turn on and off (decisions 40 and 16)")
@@ -133,12 +139,39 @@ def main() -> None:
     if args.database:
         env["BRAIN_DATABASE"] = str(args.database.resolve())
     libs = [tuple(item.split("=", 1)) for item in args.lib]
-    me = [sys.executable, str(Path(__file__).resolve()), "--root", str(root), "--queries", str(args.queries)]
+    work = Path(tempfile.mkdtemp(prefix="brain-bench-versions-"))
+    try:
+        roots = own_indexes(root, libs, work, env) if args.own_index else {lib: root for _, lib in libs}
+        compare(args, queries, root, libs, roots, env)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def own_indexes(root: Path, libs: list[tuple[str, ...]], work: Path, env: dict[str, str]) -> dict[str, Path]:
+    """A copy of the folder per version, indexed by that version; the seconds each took are printed."""
+    roots = {}
+    for name, lib in libs:
+        copy = work / name / root.name
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".brain", ".git"))
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "brain", "--root", str(copy), "index"],
+                             env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"{lib}: brain index failed: {out.stderr.strip()[-2000:]}")
+        print(f"{name}: its own index of {root.name} in {time.perf_counter() - started:.1f} s")
+        roots[lib] = copy
+    return roots
+
+
+def compare(args: argparse.Namespace, queries: list[str], root: Path, libs: list[tuple[str, ...]],
+            roots: dict[str, Path], env: dict[str, str]) -> None:
+    tail = ["--queries", str(args.queries)]
     if args.limit:
-        me += ["--limit", str(args.limit)]
-    me += ["--rounds", str(args.rounds), "--toggle", args.toggle]
+        tail += ["--limit", str(args.limit)]
+    tail += ["--rounds", str(args.rounds), "--toggle", args.toggle]
 
     def child(mode: str, lib: str) -> object:
+        me = [sys.executable, str(Path(__file__).resolve()), "--root", str(roots.get(lib, root)), *tail]
         out = subprocess.run([*me, "--child", mode], env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"{lib}: {out.stderr.strip()[-2000:]}")
@@ -168,7 +201,7 @@ def main() -> None:
     for query in queries[: args.cli_runs]:
         for name, lib in libs:
             started = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "brain", "--root", str(root), "search", query],
+            out = subprocess.run([sys.executable, "-m", "brain", "--root", str(roots.get(lib, root)), "search", query],
                                  env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
             cli[name].append(time.perf_counter() - started)
             if out.returncode != 0:
