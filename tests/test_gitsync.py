@@ -13,6 +13,7 @@ import pytest
 
 from brain import Brain
 from brain import gitsync
+from brain.embeddings import Embedder
 from brain.store import SqliteStore
 from helpers import git, init_repo, write
 
@@ -93,8 +94,13 @@ def test_add_edit_delete_in_one_commit(repo: Path) -> None:
     assert_matches_tree(repo)
 
 
-def test_pure_rename_moves_the_row_and_embeds_nothing(repo: Path) -> None:
+def test_pure_rename_moves_the_row_and_embeds_nothing(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = indexed_paths(repo)
+    tokenized: list[object] = []
+    count_tokens = Embedder.count_tokens
+    monkeypatch.setattr(
+        Embedder, "count_tokens", lambda self, texts: tokenized.append(texts) or count_tokens(self, texts)
+    )
     (repo / "archive").mkdir()
     git(repo, "mv", "a.md", "archive/alpha renamed.md")
     git(repo, "mv", "dir with space/b è.md", "dir with space/beta è.md")
@@ -104,6 +110,7 @@ def test_pure_rename_moves_the_row_and_embeds_nothing(repo: Path) -> None:
     assert report.scan is not None
     assert report.scan.chunks_embedded == 0
     assert report.scan.cache_hits == 0  # not even looked up: the rows moved
+    assert tokenized == []  # nothing chunked, so the hook's process never loads the tokenizer (most of a second)
     assert sorted(m["to"] for m in report.scan.moved) == ["archive/alpha renamed.md", "dir with space/beta è.md"]
     assert report.scan.added == [] and report.scan.removed == []
     after = indexed_paths(repo)

@@ -181,6 +181,7 @@ class Indexer:
         self.tokenizer = settings["search.fts_tokenizer"]
         self.stemmer = settings["search.stemmer"]
         self._ignore_rules: sources.IgnoreRules | None = None
+        self._tokenizer_ready = False
 
     # ------------------------------------------------------------ public
 
@@ -403,8 +404,6 @@ class Indexer:
                 progress.say(f"reading {len(to_read):,} file{'s' if len(to_read) != 1 else ''}: each is searchable by "
                              "its words as soon as it is read, by meaning once its vectors are made")
                 progress.start_reading(len(to_read))
-                progress.loading("the tokenizer")
-                self.embedder.count_tokens(["."])  # chunking needs the model's own tokenizer: loaded once, now
             for source in to_read:
                 progress.reading(source.rel)
                 self._index_one(store, source, existing, report, gone, gone_by_hash, progress)
@@ -446,6 +445,12 @@ class Indexer:
             gone.pop(old, None)
             report.moved.append({"from": old, "to": source.rel})
             return
+        if not self._tokenizer_ready:
+            # Chunking needs the model's own tokenizer (most of a second to load): loaded at the first file
+            # that is chunked, so a rename or a touched file never waits for it.
+            progress.loading("the tokenizer")
+            self.embedder.count_tokens(["."])
+            self._tokenizer_ready = True
         pending = self._prepare(source, digest, data, report)
         if pending is not None:
             self._write_file(store, pending, source.rel in existing, report)
