@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -102,6 +103,7 @@ def main() -> int:
         return against(args.against.resolve(), args.rounds, args.runs, args.searchable_runs)
 
     work = Path(tempfile.mkdtemp(prefix="brain-bench-hook-"))
+    compiled(os.environ, work / "pycache")  # the hook's processes inherit it
     try:
         root = work / "notes"
         shutil.copytree(PROJECT / "examples" / "brain", root, ignore=shutil.ignore_patterns(".brain"))
@@ -200,19 +202,30 @@ def main() -> int:
     return 0
 
 
+def compiled(env: MutableMapping[str, str], pycache: Path) -> MutableMapping[str, str]:
+    """`env` for processes that run from compiled bytecode, as an installed copy does (kept in `pycache`
+    unless a folder is named already)."""
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
+    return env
+
+
 def against(old: Path, rounds: int, runs: int, searchable_runs: int) -> int:
     """Whole runs of the old checkout's benchmark and this one, by turns; medians per measure and their ratio."""
     scripts = {"before": old / "tools" / "bench" / "bench_hook.py", "after": Path(__file__).resolve()}
     results: dict[str, list[dict[str, object]]] = {name: [] for name in scripts}
     load = [os.getloadavg()[0]]
+    pycache = Path(tempfile.mkdtemp(prefix="brain-bench-pycache-"))
+    env = compiled(dict(os.environ), pycache)
     for _ in range(rounds):
         for name, script in scripts.items():
             out = subprocess.run([sys.executable, str(script), "--json", "--runs", str(runs),
-                                  "--searchable-runs", str(searchable_runs)], capture_output=True, text=True)
+                                  "--searchable-runs", str(searchable_runs)], capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 raise SystemExit(f"{script}: {out.stderr.strip()[-2000:]}")
             results[name].append(json.loads(out.stdout))
     load.append(os.getloadavg()[0])
+    shutil.rmtree(pycache, ignore_errors=True)
     print(f"{rounds} rounds of {runs} commits per version, alternating; load average {load[0]:.1f} → {load[1]:.1f}\n")
     print("| measure (ms, median of the rounds' medians) | before | after | after / before |\n|---|---:|---:|---:|")
     for key, value in results["after"][0].items():

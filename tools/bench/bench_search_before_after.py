@@ -12,7 +12,8 @@ everything here alternates:
 * warm, per version (`--lib`, at least two): one child process per version runs
   every query after a warm-up, the versions taking turns for `--rounds` rounds;
 * whole process (the shell and /memory-search case): `brain search QUERY`
-  (hybrid) with each version, alternating, for the first `--cli-runs` queries.
+  (hybrid) with each version, alternating, for the first `--cli-runs` queries,
+  from compiled bytecode as an installed copy runs (the compiling run untimed).
 
     python tools/bench/bench_search_before_after.py --root NOTES --queries judged.jsonl \\
         --lib before=OLD/tools/lib --lib after=tools/lib [--database INDEX]
@@ -136,10 +137,13 @@ def main() -> None:
         return
 
     env = dict(os.environ)
+    work = Path(tempfile.mkdtemp(prefix="brain-bench-versions-"))
+    # Whole processes as an installed copy runs them: from compiled bytecode, kept outside the checkouts.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     if args.database:
         env["BRAIN_DATABASE"] = str(args.database.resolve())
     libs = [tuple(item.split("=", 1)) for item in args.lib]
-    work = Path(tempfile.mkdtemp(prefix="brain-bench-versions-"))
     try:
         roots = own_indexes(root, libs, work, env) if args.own_index else {lib: root for _, lib in libs}
         compare(args, queries, root, libs, roots, env)
@@ -197,15 +201,20 @@ def compare(args: argparse.Namespace, queries: list[str], root: Path, libs: list
     for _ in range(args.rounds):
         for name, lib in libs:
             warm[name] += child("warm", lib)
+    def search_once(query: str, lib: str) -> float:
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "brain", "--root", str(roots.get(lib, root)), "search", query],
+                             env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"{lib}: brain search {query!r} failed: {out.stderr.strip()}")
+        return time.perf_counter() - started
+
+    for _, lib in libs:  # a version's first process compiles its bytecode: untimed
+        search_once(queries[0], lib)
     cli: dict[str, list[float]] = {name: [] for name, _ in libs}
     for query in queries[: args.cli_runs]:
         for name, lib in libs:
-            started = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "brain", "--root", str(roots.get(lib, root)), "search", query],
-                                 env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
-            cli[name].append(time.perf_counter() - started)
-            if out.returncode != 0:
-                raise SystemExit(f"{lib}: brain search {query!r} failed: {out.stderr.strip()}")
+            cli[name].append(search_once(query, lib))
     base = libs[0][0]
     print(f"\nper version, alternating ({args.rounds} warm rounds, {args.cli_runs} whole processes each); "
           f"load average at end {os.getloadavg()[0]:.1f}:\n")
