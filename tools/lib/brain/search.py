@@ -644,6 +644,143 @@ def rate_relevance(hits: list[SearchHit], fused: dict[int, Fused], cutoff: float
     return kept
 
 
+@dataclass
+class _Asked:
+    """A search's arguments, checked, with the settings' defaults in the place of what was not given."""
+
+    mode: str
+    limit: int
+    weight: float  # the vector half's share asked for (the spreads may change it: effective_weight)
+    method: str
+    path_prefix: str | None
+    filters: list[Filter]
+
+
+@dataclass
+class _Ranked:
+    """One query's candidates fused, and each one's place: (constraints its note satisfies, score)."""
+
+    candidates: Candidates
+    fused: dict[int, Fused]
+    weight: float  # the vector share fusion used
+    corrections: list[spelling.Expansion]
+    allowed: set[int] | None  # the files the filters let through (None: no filter)
+    understood: understanding.Understood
+    place: dict[int, tuple[int, float]]
+    hidden: set[int]  # files shown by their thing's main note instead
+
+
+class _Picking:
+    """The hits of one query, offered best place first: one per file (unless `chunks`), each checked
+    against the file on disk, a book's navigation pages after its other pages, and with quoted phrases
+    the notes that lack them after those that hold them."""
+
+    def __init__(self, searcher: Searcher, reader: TextReader, ranked: _Ranked, ops: Operators, asked: _Asked,
+                 query: str, chunks: bool, forms: Callable[[str], list[str]]) -> None:
+        self.searcher, self.reader, self.ranked, self.ops, self.asked = searcher, reader, ranked, ops, asked
+        self.query, self.chunks, self.forms = query, chunks, forms
+        self.terms = [fold(t) for t in query_terms(query)]
+        # A book's contents and index pages (lines of titles and page numbers) rank below its other
+        # pages, unless the query asks for them: a file's next chunk stands for it if one comes.
+        self.navigation_asked = not NAVIGATION_WORDS.isdisjoint(self.terms)
+        self.hits: list[SearchHit] = []
+        self.dropped: list[str] = []
+        self.seen_files: set[int] = set()
+        self.checked: dict[int, tuple[bool, str | None] | None] = {}
+        self.raw: dict[int, tuple[int, float]] = {}  # hit chunk id → unrounded place, for breaking ties by path
+        self.admitted: dict[int, tuple[bool, bool]] = {}  # file id → (holds none excluded, holds the phrases)
+        self.held: dict[int, bool] = {}  # hit chunk id → its note holds the phrases: those rank first
+        self.later = 0  # hits whose note lacks a phrase or that are navigation: at most `limit`, below the others
+        self.demoted: set[int] = set()
+        self.deferred: dict[int, tuple[int, ChunkRow, FileRow]] = {}  # file id → its best navigation chunk
+
+    def offer(self, cid: int, row: ChunkRow, file_row: FileRow) -> bool:
+        """Take the next candidate if it makes a hit; False once no later candidate can."""
+        place, limit = self.ranked.place, self.asked.limit
+        if not self.chunks and (row.file_id in self.seen_files or row.file_id in self.ranked.hidden):
+            return True
+        if len(self.hits) - self.later >= limit and place[cid] < self.raw[self.hits[-1].chunk_id]:
+            return False
+        if row.file_id not in self.checked:
+            self.checked[row.file_id] = self.searcher._freshness(self.reader, file_row)
+        fresh = self.checked[row.file_id]
+        if fresh is None:
+            if file_row.path not in self.dropped:
+                self.dropped.append(file_row.path)
+            return True
+        if not self.navigation_asked and row.pages and is_navigation(row.text):
+            if not self.chunks:
+                self.deferred.setdefault(row.file_id, (cid, row, file_row))
+                return True
+            if self.later >= limit:
+                return True
+            self.demoted.add(cid)
+            self.later += 1
+        if self.ops.reads_text:
+            allowed_here, holds_phrases = self._judged(row.file_id, file_row, fresh)
+            if not allowed_here or (not holds_phrases and self.later >= limit):
+                return True
+            self.held[cid] = holds_phrases
+            self.later += not holds_phrases
+        self.seen_files.add(row.file_id)
+        self._add(cid, row, file_row, *fresh)
+        return True
+
+    def hits_in_order(self) -> list[SearchHit]:
+        """The hits, after the files that only a navigation page stood for; at most `limit`."""
+        for file_id, (cid, row, file_row) in self.deferred.items():  # no other chunk stood for the file
+            fresh = self.checked[file_id]
+            if file_id in self.seen_files or fresh is None or self.later >= self.asked.limit:
+                continue
+            if self.ops.reads_text:
+                allowed_here, holds_phrases = self._judged(file_id, file_row, fresh)
+                if not allowed_here:
+                    continue
+                self.held[cid] = holds_phrases
+            self.demoted.add(cid)
+            self.later += 1
+            self.seen_files.add(file_id)
+            self._add(cid, row, file_row, *fresh)
+        # Equal scores (duplicate texts in different files) are ordered by path, so the
+        # order is the same in every index of the same notes, whatever the insertion order.
+        raw, held, demoted = self.raw, self.held, self.demoted
+        return sorted(self.hits, key=lambda h: (not held.get(h.chunk_id, True), h.chunk_id in demoted,
+                                                -raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:self.asked.limit]
+
+    def _judged(self, file_id: int, file_row: FileRow, fresh: tuple[bool, str | None]) -> tuple[bool, bool]:
+        if file_id not in self.admitted:
+            text = self.searcher._note_text(self.reader, file_row, fresh)
+            self.admitted[file_id] = self.ops.judge(text, self.forms)
+        return self.admitted[file_id]
+
+    def _add(self, cid: int, row: ChunkRow, file_row: FileRow, stale: bool, current_text: str | None) -> None:
+        text, start_line, end_line = row.text, row.start_line, row.end_line
+        if stale and current_text is not None:
+            text, start_line, end_line = current_lines(current_text, start_line, end_line, self.query)
+        ranked, asked = self.ranked, self.asked
+        part = ranked.fused[cid]
+        hit = SearchHit(
+            path=file_row.path,
+            score=round(part.score, 4),
+            vector_score=None if part.vector is None else round(part.vector, 4),
+            keyword_score=None if part.keyword is None else round(part.keyword, 4),
+            start_line=start_line,
+            end_line=end_line,
+            preview=_make_preview(text, self.terms) or EMPTY_PREVIEW,
+            stale=stale,
+            heading_path=row.heading_path,
+            pages=row.pages,
+            page_labels=sources.page_labels_of(file_row.page_labels, row.pages),
+            chunk_id=cid,
+            explain=_explain(part, ranked.candidates, cid, row, asked.mode, asked.method, ranked.weight,
+                             asked.weight),
+        )
+        if ranked.understood:
+            hit.satisfies = ranked.place[cid][0]
+        self.hits.append(hit)
+        self.raw[cid] = ranked.place[cid]
+
+
 class Searcher:
     """Searches one index; keeps its vectors warm across queries and reloads them when the index changes."""
 
@@ -759,197 +896,134 @@ class Searcher:
         stays), unless `no_cutoff`.
         """
         started = time.monotonic()
-        # The settings were checked when loaded; only what the caller passes is checked here.
-        if mode and mode not in SEARCH_MODES:
-            raise BrainError(f"unknown mode {mode!r}; use one of hybrid, bm25, vector", usage=True)
-        mode = mode or self.settings["search.mode"]
-        if limit is not None and limit < 1:
-            raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
-        limit = self.settings["search.limit"] if limit is None else limit
-        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
-            raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
-        weight = self.embedder.hybrid_weight if vector_weight is None else vector_weight
-        asked_weight = weight
-        if fusion is not None and fusion not in FUSION_METHODS:
-            raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
-        method = self.settings["search.fusion"] if fusion is None else fusion
-        if not query or not query.strip():
-            raise BrainError("empty query; type some words to search for", usage=True)
-        check_query_length(query)
-        if not query_terms(query):  # exactly when fts_match finds nothing to match (nor could an operator)
-            raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
-        path_prefix = sources.path_filter(path_prefix, "path_prefix", self.settings.root)
-        filters = [parse_filter(w) for w in (where or [])]
-        ops = Operators(text=query)
-        if excerpt_chars is not None and not MIN_EXCERPT_CHARS <= excerpt_chars <= MAX_EXCERPT_CHARS:
-            raise BrainError(f"excerpt size must be between {MIN_EXCERPT_CHARS} and {MAX_EXCERPT_CHARS:,} characters, "
-                             f"got {excerpt_chars}", usage=True, field="excerpt_chars")
-
+        asked = self._checked(query, mode, limit, vector_weight, fusion, path_prefix, where, excerpt_chars)
         self.follow_replaced()  # once per query, before any read: the keyword thread never sees a swap
         store = self.store
         # One snapshot for every read of this query: a rebuild swapped in meanwhile is seen by the next one.
         with store.reading():
             profile = IndexProfile.of(store)
-            if not literal:  # --literal searches every character as typed: `-foo` and `key:value` are words
-                ops = operators.parse(query, self.index_fields())
-            paths = [(path_prefix, False)] if path_prefix else []
+            # --literal searches every character as typed: `-foo` and `key:value` are words.
+            ops = Operators(text=query) if literal else operators.parse(query, self.index_fields())
+            paths = [(asked.path_prefix, False)] if asked.path_prefix else []
             for typed, out in ops.paths:
                 checked_path = sources.path_filter(typed, "query", self.settings.root)
                 if checked_path:
                     paths.append((checked_path, out))
-            filters = filters + ops.filters
-            asked = query
-            query = ops.text  # what both halves search: the operators out, a phrase's words in
-            if not query_terms(query):
-                if ops:  # only filters and exclusions: the notes that pass them
-                    listed = self._passing_notes(asked, mode, ops, paths, filters, limit, profile)
-                    if excerpt_chars is not None:
-                        _add_excerpts(TextReader(self.settings, store), listed, excerpt_chars, query)
-                    listed.seconds = time.monotonic() - started
-                    return listed
-                raise BrainError(f"query {asked!r} has no words or numbers to search for; add some", usage=True)
-            match = self.keyword_query(query, profile)
-            if ops.phrases:
-                # A phrase's chunks match it besides its words, so they lead the keyword half's pool.
-                match += " OR " + " OR ".join(dict.fromkeys(phrase_term(t.text, stem) for t in ops.phrases
-                                                            for stem in profile.stems))
-            corrections = self.corrections(query, profile) if mode != "vector" else []
-            also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
-            allowed = self._allowed_files(paths, filters)
-            # The pool depends on the settings only (for any limit up to it), so asking
-            # for fewer results never changes which file comes first.
-            pool = max(self.settings["search.candidates"], limit)
-            candidates = self._candidates(query, match, mode, pool, allowed, profile, also, corrections)
-            weight = (
-                effective_weight(candidates, weight, self.settings["search.spread_ratio"])
-                if mode == "hybrid" else weight
-            )
-            fused = fuse(candidates, mode=mode, method=method, vector_weight=weight)
-            # A query that is a note's title names that note: it asks for no kind of thing.
-            literal = literal or candidates.titled or self.settings["search.understanding"] == "off"
-            understood = understanding.Understood() if literal else self.understand(query, profile)
-            # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
-            # nothing keeps its place below those that do. Chunk id orders ties only
-            # provisionally: hits of equal place end up ordered by path (below).
-            place, hidden = self._places(fused, understood, chunks)
-            scored = sorted(place, key=lambda cid: (-place[cid][0], -place[cid][1], cid))
-
-            terms = [fold(t) for t in query_terms(query)]
+            filters = asked.filters + ops.filters
+            text = ops.text  # what both halves search: the operators out, a phrase's words in
             reader = TextReader(self.settings, store)
-            hits: list[SearchHit] = []
-            dropped: list[str] = []
-            seen_files: set[int] = set()
-            checked: dict[int, tuple[bool, str | None] | None] = {}
-            searched_forms = self._searched_forms(query, corrections, profile)
-            raw: dict[int, tuple[int, float]] = {}  # hit chunk id → unrounded place, for breaking ties by path
-            admitted: dict[int, tuple[bool, bool]] = {}  # file id → (holds none excluded, holds the phrases)
-            held: dict[int, bool] = {}  # hit chunk id → its note holds the phrases: those rank first
-            later = 0  # hits whose note lacks a phrase: at most `limit` are kept, below the others
-            # A book's contents and index pages (lines of titles and page numbers) rank below its other
-            # pages, unless the query asks for them: a file's next chunk stands for it if one comes.
-            navigation_asked = not NAVIGATION_WORDS.isdisjoint(terms)
-            demoted: set[int] = set()
-            deferred: dict[int, tuple[int, ChunkRow, FileRow]] = {}  # file id → its best navigation chunk
-            forms = _index_forms(profile)
-            def add_hit(cid: int, row: ChunkRow, file_row: FileRow, stale: bool, current_text: str | None) -> None:
-                text, start_line, end_line = row.text, row.start_line, row.end_line
-                if stale and current_text is not None:
-                    text, start_line, end_line = current_lines(current_text, start_line, end_line, query)
-                part = fused[cid]
-                hit = SearchHit(
-                    path=file_row.path,
-                    score=round(part.score, 4),
-                    vector_score=None if part.vector is None else round(part.vector, 4),
-                    keyword_score=None if part.keyword is None else round(part.keyword, 4),
-                    start_line=start_line,
-                    end_line=end_line,
-                    preview=_make_preview(text, terms) or EMPTY_PREVIEW,
-                    stale=stale,
-                    heading_path=row.heading_path,
-                    pages=row.pages,
-                    page_labels=sources.page_labels_of(file_row.page_labels, row.pages),
-                    chunk_id=cid,
-                    explain=_explain(part, candidates, cid, row, mode, method, weight, asked_weight),
-                )
-                if understood:
-                    hit.satisfies = place[cid][0]
-                hits.append(hit)
-                raw[cid] = place[cid]
-            for cid, row, file_row in self._rows_in_order(scored, limit):
-                if not chunks and (row.file_id in seen_files or row.file_id in hidden):
-                    continue
-                if len(hits) - later >= limit and place[cid] < raw[hits[-1].chunk_id]:
-                    break
-                if row.file_id not in checked:
-                    checked[row.file_id] = self._freshness(reader, file_row)
-                fresh = checked[row.file_id]
-                if fresh is None:
-                    if file_row.path not in dropped:
-                        dropped.append(file_row.path)
-                    continue
-                stale, current_text = fresh
-                if not navigation_asked and row.pages and is_navigation(row.text):
-                    if not chunks:
-                        deferred.setdefault(row.file_id, (cid, row, file_row))
-                        continue
-                    if later >= limit:
-                        continue
-                    demoted.add(cid)
-                    later += 1
-                if ops.reads_text:
-                    if row.file_id not in admitted:
-                        admitted[row.file_id] = ops.judge(self._note_text(reader, file_row, fresh), forms)
-                    allowed_here, holds_phrases = admitted[row.file_id]
-                    if not allowed_here or (not holds_phrases and later >= limit):
-                        continue
-                    held[cid] = holds_phrases
-                    later += not holds_phrases
-                seen_files.add(row.file_id)
-                add_hit(cid, row, file_row, stale, current_text)
-            for file_id, (cid, row, file_row) in deferred.items():  # no other chunk stood for the file
-                fresh = checked[file_id]
-                if file_id in seen_files or fresh is None or later >= limit:
-                    continue
-                if ops.reads_text:
-                    if file_id not in admitted:
-                        admitted[file_id] = ops.judge(self._note_text(reader, file_row, fresh), forms)
-                    if not admitted[file_id][0]:
-                        continue
-                    held[cid] = admitted[file_id][1]
-                demoted.add(cid)
-                later += 1
-                seen_files.add(file_id)
-                add_hit(cid, row, file_row, *fresh)
-            # Equal scores (duplicate texts in different files) are ordered by path, so the
-            # order is the same in every index of the same notes, whatever the insertion order.
-            hits = sorted(hits, key=lambda h: (not held.get(h.chunk_id, True), h.chunk_id in demoted,
-                                               -raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:limit]
-            # Not in bm25 mode: every result there holds a query word, and a note that says it once in a long
-            # text scores far below one that repeats it (17 relevant results of agency's top 10 fell under 0.1).
-            cutoff = 0.0 if no_cutoff or mode == "bm25" else self.settings["search.cutoff"]
-            shown = rate_relevance(hits, fused, cutoff, held if ops.phrases else {})
-            cut = len(hits) - len(shown)
-            hits = shown
-            if candidates.use_keyword and hits:
-                self._explain_fields(hits, searched_forms)
-            counts = self._index_counts(whole=not hits)  # no hit: is anything indexed at all?
-            response = SearchResponse(query=asked, mode=mode, results=hits, dropped=dropped,
-                                      also_searched=[w for c in corrections for w in c.shown],
-                                      corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
-                                      weak=bool(hits) and is_weak(candidates),
-                                      embedded_chunks=counts.get("embedded_chunks", 0),
-                                      pending_chunks=counts.get("pending_vectors", 0),
-                                      indexed_files=counts.get("files", -1),
-                                      understood=understood.to_list(), understood_line=understood.line,
-                                      operators=ops.to_dict(), operators_line=ops.line,
-                                      unmatched_filter="" if allowed is None or allowed else
-                                      self._unmatched_filter(paths, filters),
-                                      searched_forms=searched_forms, languages=profile.languages,
-                                      cut_off=cut, cutoff=cutoff)
+            if not query_terms(text):
+                if not ops:
+                    raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+                # Only filters and exclusions: the notes that pass them.
+                response = self._passing_notes(query, asked.mode, ops, paths, filters, asked.limit, profile)
+            else:
+                ranked = self._ranked(text, ops, asked, paths, filters, literal, chunks, profile)
+                response = self._respond(query, text, ranked, ops, asked, paths, filters, chunks, no_cutoff,
+                                         reader, profile)
             if excerpt_chars is not None:
-                _add_excerpts(reader, response, excerpt_chars, query)
+                _add_excerpts(reader, response, excerpt_chars, text)
             response.seconds = time.monotonic() - started
             return response
+
+    def _checked(
+        self, query: str, mode: str | None, limit: int | None, vector_weight: float | None, fusion: str | None,
+        path_prefix: str | None, where: list[str] | None, excerpt_chars: int | None,
+    ) -> _Asked:
+        """A search's arguments checked, the settings' defaults in their place (the settings were checked
+        when loaded; only what the caller passes is checked here)."""
+        if mode and mode not in SEARCH_MODES:
+            raise BrainError(f"unknown mode {mode!r}; use one of hybrid, bm25, vector", usage=True)
+        if limit is not None and limit < 1:
+            raise BrainError(f"limit must be at least 1, got {limit}", usage=True)
+        if vector_weight is not None and not 0.0 <= vector_weight <= 1.0:
+            raise BrainError(f"vector weight must be between 0 and 1, got {vector_weight}", usage=True)
+        if fusion is not None and fusion not in FUSION_METHODS:
+            raise BrainError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSION_METHODS)}", usage=True)
+        if not query or not query.strip():
+            raise BrainError("empty query; type some words to search for", usage=True)
+        check_query_length(query)
+        if not query_terms(query):  # exactly when fts_match finds nothing to match (nor could an operator)
+            raise BrainError(f"query {query!r} has no words or numbers to search for; add some", usage=True)
+        checked_prefix = sources.path_filter(path_prefix, "path_prefix", self.settings.root)
+        filters = [parse_filter(w) for w in (where or [])]
+        if excerpt_chars is not None and not MIN_EXCERPT_CHARS <= excerpt_chars <= MAX_EXCERPT_CHARS:
+            raise BrainError(f"excerpt size must be between {MIN_EXCERPT_CHARS} and {MAX_EXCERPT_CHARS:,} characters, "
+                             f"got {excerpt_chars}", usage=True, field="excerpt_chars")
+        return _Asked(
+            mode=mode or self.settings["search.mode"],
+            limit=self.settings["search.limit"] if limit is None else limit,
+            weight=self.embedder.hybrid_weight if vector_weight is None else vector_weight,
+            method=self.settings["search.fusion"] if fusion is None else fusion,
+            path_prefix=checked_prefix, filters=filters,
+        )
+
+    def _ranked(
+        self, query: str, ops: Operators, asked: _Asked, paths: list[tuple[str, bool]], filters: list[Filter],
+        literal: bool, chunks: bool, profile: IndexProfile,
+    ) -> _Ranked:
+        """Both halves' candidates for `query`, fused, and each one's place after what the query names."""
+        match = self.keyword_query(query, profile)
+        if ops.phrases:
+            # A phrase's chunks match it besides its words, so they lead the keyword half's pool.
+            match += " OR " + " OR ".join(dict.fromkeys(phrase_term(t.text, stem) for t in ops.phrases
+                                                        for stem in profile.stems))
+        corrections = self.corrections(query, profile) if asked.mode != "vector" else []
+        also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
+        allowed = self._allowed_files(paths, filters)
+        # The pool depends on the settings only (for any limit up to it), so asking
+        # for fewer results never changes which file comes first.
+        pool = max(self.settings["search.candidates"], asked.limit)
+        candidates = self._candidates(query, match, asked.mode, pool, allowed, profile, also, corrections)
+        weight = (
+            effective_weight(candidates, asked.weight, self.settings["search.spread_ratio"])
+            if asked.mode == "hybrid" else asked.weight
+        )
+        fused = fuse(candidates, mode=asked.mode, method=asked.method, vector_weight=weight)
+        # A query that is a note's title names that note: it asks for no kind of thing.
+        literal = literal or candidates.titled or self.settings["search.understanding"] == "off"
+        understood = understanding.Understood() if literal else self.understand(query, profile)
+        # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
+        # nothing keeps its place below those that do.
+        place, hidden = self._places(fused, understood, chunks)
+        return _Ranked(candidates=candidates, fused=fused, weight=weight, corrections=corrections, allowed=allowed,
+                       understood=understood, place=place, hidden=hidden)
+
+    def _respond(
+        self, asked_query: str, query: str, ranked: _Ranked, ops: Operators, asked: _Asked,
+        paths: list[tuple[str, bool]], filters: list[Filter], chunks: bool, no_cutoff: bool,
+        reader: TextReader, profile: IndexProfile,
+    ) -> SearchResponse:
+        """The ranked candidates as hits checked against the disk, above the cutoff, with what the index holds."""
+        # Chunk id orders ties only provisionally: hits of equal place end up ordered by path.
+        scored = sorted(ranked.place, key=lambda cid: (-ranked.place[cid][0], -ranked.place[cid][1], cid))
+        searched_forms = self._searched_forms(query, ranked.corrections, profile)
+        picking = _Picking(self, reader, ranked, ops, asked, query, chunks, _index_forms(profile))
+        for cid, row, file_row in self._rows_in_order(scored, asked.limit):
+            if not picking.offer(cid, row, file_row):
+                break
+        hits = picking.hits_in_order()
+        # Not in bm25 mode: every result there holds a query word, and a note that says it once in a long
+        # text scores far below one that repeats it (17 relevant results of agency's top 10 fell under 0.1).
+        cutoff = 0.0 if no_cutoff or asked.mode == "bm25" else self.settings["search.cutoff"]
+        shown = rate_relevance(hits, ranked.fused, cutoff, picking.held if ops.phrases else {})
+        candidates, corrections, understood = ranked.candidates, ranked.corrections, ranked.understood
+        if candidates.use_keyword and shown:
+            self._explain_fields(shown, searched_forms)
+        counts = self._index_counts(whole=not shown)  # no hit: is anything indexed at all?
+        return SearchResponse(query=asked_query, mode=asked.mode, results=shown, dropped=picking.dropped,
+                              also_searched=[w for c in corrections for w in c.shown],
+                              corrections=[{"word": c.word, "searched": list(c.shown)} for c in corrections],
+                              weak=bool(shown) and is_weak(candidates),
+                              embedded_chunks=counts.get("embedded_chunks", 0),
+                              pending_chunks=counts.get("pending_vectors", 0),
+                              indexed_files=counts.get("files", -1),
+                              understood=understood.to_list(), understood_line=understood.line,
+                              operators=ops.to_dict(), operators_line=ops.line,
+                              unmatched_filter="" if ranked.allowed is None or ranked.allowed else
+                              self._unmatched_filter(paths, filters),
+                              searched_forms=searched_forms, languages=profile.languages,
+                              cut_off=len(hits) - len(shown), cutoff=cutoff)
 
     def index_facts(self) -> understanding.IndexFacts:
         """The folders, frontmatter values and dates of every indexed file, read again only after a write."""

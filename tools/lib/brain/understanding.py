@@ -268,6 +268,21 @@ def may_name_something(query: str) -> bool:
         pair in RELATIVE for pair in zip(words, words[1:]))
 
 
+@dataclass
+class _Words:
+    """A query's folded words, each one's forms (its stems), and which are read already."""
+
+    words: list[str]
+    forms: list[set[str]]
+    used: list[bool]
+    forms_of: Callable[[str], set[str]]
+
+    def taken(self, span: range) -> list[str]:
+        for j in span:
+            self.used[j] = True
+        return self.words[span.start:span.stop]
+
+
 def understand(
     query: str, facts: IndexFacts, stems: Sequence[Callable[[str], str]], stop_words: frozenset[str],
     today: dt.date | None = None,
@@ -275,10 +290,6 @@ def understand(
     """The kinds, values, statuses and times `query` names, as this index holds them."""
     if not may_name_something(query):
         return Understood()
-    words = [fold(w) for w in _WORD.findall(query)]
-    used = [False] * len(words)
-    out = Understood()
-    today = today or dt.date.today()
     memo = facts.forms_memo  # the index's values are stemmed once per index version, not per query
 
     def forms_of(word: str) -> set[str]:
@@ -287,9 +298,27 @@ def understand(
             found = memo[word] = _forms(word, stems)
         return found
 
-    forms = [forms_of(w) for w in words]
+    words = [fold(w) for w in _WORD.findall(query)]
+    query_words = _Words(words, [forms_of(w) for w in words], [False] * len(words), forms_of)
+    out = Understood()
+    # Times first (a year is never a value), then statuses, kinds and values.
+    out.constraints += _times(query_words, facts, today or dt.date.today())
+    status_values = {(name, value) for name, values in facts.shown.items() for value in values
+                     if any(value in g for g in STATUS_GROUPS)}
+    out.constraints += _statuses(query_words, facts, status_values)
+    _kinds(query_words, facts, stop_words, out)
+    _values(query_words, facts, stop_words, status_values, out)
+    # A value alone is a topic ("backup", "Miramare"), which the keyword half already finds; the query
+    # asks for things only when it also names a kind, a status or a time.
+    if not any(c.kind != "value" for c in out.constraints):
+        return Understood()
+    return out
 
-    # Times first: a year is never a value.
+
+def _times(query: _Words, facts: IndexFacts, today: dt.date) -> list[Constraint]:
+    """A year after a word that places it ("del 2024", "since 2023", "marzo 2025"), or a relative time."""
+    words, used = query.words, query.used
+    found = []
     for i, word in enumerate(words):
         rng = None
         if _YEAR.match(word):
@@ -317,13 +346,15 @@ def understand(
             used[i] = used[i + 1] = True
         if rng is not None and facts.dated:
             lo, hi = rng
-            out.constraints.append(Constraint("time", label, tuple(w for w, u in zip(words, used) if u),
-                                              _dated_within(lo, hi)))
+            found.append(Constraint("time", label, tuple(w for w, u in zip(words, used) if u), _dated_within(lo, hi)))
+    return found
 
-    # Statuses: phrases of up to four words, longest first, among the values the index holds.
-    # Any field's value counts here, category or not: a status word is a word of the language, not a guess.
-    status_values = {(name, value) for name, values in facts.shown.items() for value in values
-                     if any(value in g for g in STATUS_GROUPS)}
+
+def _statuses(query: _Words, facts: IndexFacts, status_values: set[tuple[str, str]]) -> list[Constraint]:
+    """Status phrases of up to four words, longest first, among the values the index holds. Any field's
+    value counts here, category or not: a status word is a word of the language, not a guess."""
+    words, used = query.words, query.used
+    found = []
     for size in (4, 3, 2, 1):
         for i in range(len(words) - size + 1):
             if any(used[i:i + size]):
@@ -335,33 +366,39 @@ def understand(
             held = sorted((name, value) for name, value in status_values if value in group)
             if not held:
                 continue
-            for j in range(i, i + size):
-                used[j] = True
             names = {name for name, _ in held}
             label = f"{'/'.join(sorted(names))} {facts.shown[held[0][0]][held[0][1]]}"
-            out.constraints.append(Constraint("status", label, tuple(words[i:i + size]), _holds_any(frozenset(held))))
+            found.append(Constraint("status", label, tuple(query.taken(range(i, i + size))),
+                                    _holds_any(frozenset(held))))
+    return found
 
-    # Kinds: a folder (or `type`) the query names, in its own words or in the other language's.
+
+def _kinds(query: _Words, facts: IndexFacts, stop_words: frozenset[str], out: Understood) -> None:
+    """A folder (or `type`) the query names, in its own words or in the other language's."""
     kind_names = facts.kinds
-    for i, word in enumerate(words):
-        if used[i] or word in stop_words:
+    for i, word in enumerate(query.words):
+        if query.used[i] or word in stop_words:
             continue
         # A folder is a kind only through these nouns: "plugin" naming a folder Plugin would lift
         # every note there above the one the query is about. A `type` value matches as a word.
         group = next((g for g in KIND_GROUPS if word in g), None)
         named = sorted(k for k in kind_names if (group is not None and k in group)
-                       or (k in facts.types and _same_word(forms_of(k), forms[i])))
+                       or (k in facts.types and _same_word(query.forms_of(k), query.forms[i])))
         if not named:
             continue
-        used[i] = True
+        query.used[i] = True
         folders = frozenset(named)
         out.kind_folders |= folders
         out.constraints.append(Constraint("kind", f"kind {'/'.join(kind_names[k] for k in named)}", (word,),
                                           _of_kind(folders)))
 
-    # Values: a category value the query names (one to three words), as words or stems. Only the values
-    # whose first word shares a query word's first MIN_PREFIX letters can match it: looked up, not scanned.
-    items, by_key = _value_index(facts, forms_of, status_values)
+
+def _values(query: _Words, facts: IndexFacts, stop_words: frozenset[str], status_values: set[tuple[str, str]],
+            out: Understood) -> None:
+    """A category value the query names (one to three words), as words or stems. Only the values whose
+    first word shares a query word's first MIN_PREFIX letters can match it: looked up, not scanned."""
+    words, used, forms = query.words, query.used, query.forms
+    items, by_key = _value_index(facts, query.forms_of, status_values)
     for i in range(len(words)):
         if used[i] or words[i] in stop_words:
             continue
@@ -376,13 +413,7 @@ def understand(
                 _add_value(out, name, value, written, tuple(words[j] for j in span))
                 spans.append(span)
         for span in spans:
-            for j in span:
-                used[j] = True
-    # A value alone is a topic ("backup", "Miramare"), which the keyword half already finds; the query
-    # asks for things only when it also names a kind, a status or a time.
-    if not any(c.kind != "value" for c in out.constraints):
-        return Understood()
-    return out
+            query.taken(span)
 
 
 def _value_index(
