@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from brain import Brain
-from brain.search import OUTLIER_Z, Candidates, fuse
+from brain.fusion import OUTLIER_Z, Candidates, fuse
 from brain.stemming import stated_language
 from helpers import write
 

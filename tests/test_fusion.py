@@ -17,7 +17,7 @@ import pytest
 
 from brain import Brain
 from brain.config import FUSION_METHODS
-from brain.search import Candidates, fuse
+from brain.fusion import Candidates, fuse
 
 from helpers import run_cli, write
 
@@ -207,7 +207,7 @@ def test_tokenizer_change_rebuilds_the_keyword_index(tmp_path: Path) -> None:
 
 
 def test_vector_weight_shrinks_when_the_vector_half_is_flat_next_to_bm25() -> None:
-    from brain.search import effective_weight, spreads
+    from brain.fusion import effective_weight, spreads
 
     ids = list(range(12))
     sharp_bm25 = {i: 10.0 - 0.5 * i for i in ids}  # (10 − 5.5) / 10 = 0.45
@@ -232,7 +232,7 @@ def test_vector_weight_shrinks_when_the_vector_half_is_flat_next_to_bm25() -> No
 
 
 def test_vector_weight_falls_with_the_query_words_in_the_best_notes_title_or_frontmatter() -> None:
-    from brain.search import FIELD_MATCH_POWER, effective_weight
+    from brain.fusion import FIELD_MATCH_POWER, effective_weight
 
     ids = [1, 2]
 

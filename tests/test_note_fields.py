@@ -191,7 +191,7 @@ def decoyed(tmp_path_factory: pytest.TempPathFactory) -> Brain:
 def test_a_query_naming_a_notes_alias_ranks_it_first_in_hybrid(decoyed: Brain) -> None:
     # The vector half prefers the note that talks about YAML front matter; the keyword half is
     # sure of the note whose aliases say it. Every query word is in that note's frontmatter,
-    # so hybrid follows the keyword half (search.FIELD_MATCH_POWER, decision 16).
+    # so hybrid follows the keyword half (fusion.FIELD_MATCH_POWER, decision 16).
     assert _paths(decoyed.search("YAML front matter", mode="vector"))[0] == "help/Editing YAML.md"
     hit = decoyed.search("YAML front matter", mode="hybrid").results[0]
     assert hit.path == "help/Properties.md"

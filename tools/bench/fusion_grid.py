@@ -2,7 +2,7 @@
 
 Benchmark, not a test: it reuses the index `brain eval` built (same cache folder
 and settings), encodes each query once, and replays the real candidate
-gathering (Searcher._candidates) and the real fusion (search.fuse) for every
+gathering (Searcher._candidates) and the real fusion (fusion.fuse) for every
 combination, then scores the per-file rankings with ranx like `brain eval`.
 
     PYTHONPATH=tools/lib python tools/bench/fusion_grid.py ../shared/data/scifact --split train
@@ -25,7 +25,8 @@ import time
 from brain import evaluation, spelling
 from brain.config import FUSION_METHODS
 from brain.embeddings import Embedder
-from brain.search import Candidates, Searcher, fuse, query_terms
+from brain.fusion import Candidates, fuse
+from brain.search import Searcher, query_terms
 from collection_args import add_collection_arguments, load_collection
 
 
@@ -45,7 +46,7 @@ def main() -> int:
                         "the index, e.g. 1,2")
     parser.add_argument("--field-powers", default="",
                         help="also try w' = (1 - (1 - w) × coverage) × (1 - share^POWER), share = query words in "
-                        "the best BM25 note's title/frontmatter (search.FIELD_MATCH_POWER), e.g. 1,2,3; "
+                        "the best BM25 note's title/frontmatter (fusion.FIELD_MATCH_POWER), e.g. 1,2,3; "
                         "'off' = share 0")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every row here too")
     args = parser.parse_args()

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from .chunking import chunking_words
 from .errors import shown
 from .grep import GrepResponse, TextRange
-from .search import WEAK_COSINE, SearchResponse, matched_spans
+from .fusion import WEAK_COSINE
+from .search import SearchResponse, matched_spans
 from .terminal import Style
 from .texts import labelled_pages
 
