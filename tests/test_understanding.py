@@ -18,7 +18,7 @@ import pytest
 from brain import Brain, understanding
 from brain.search import STOP_WORDS
 from brain.stemming import stemmer
-from helpers import run_cli
+from helpers import run_cli, write
 from live_servers import http_server, mcp_session
 
 FILES = [
@@ -179,3 +179,33 @@ def test_mcp_and_http_carry_it_and_turn_it_off(indexed_example: Path, tmp_path: 
             on = http.post("/search", json={"query": query}).json()
             off = http.post("/search", json={"query": query, "literal": True}).json()
     assert on["understood"][0]["label"] == "kind projects" and "understood" not in off
+
+
+@pytest.mark.slow
+def test_the_rest_of_the_query_ranks_within_the_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "healthcare projects": every project is of the kind already, so the word "project" in a hotel's
+    notes scores nothing in hybrid; the rest of the query (here, its meaning) ranks the projects."""
+    from brain import search
+
+    write(tmp_path, {
+        "projects/fisio/index.md": "---\nsector: fisioterapia\n---\n# Fisio Nord\n\nA physiotherapy clinic: "
+                                   "patients, doctors, treatment rooms and medical records.\n",
+        "projects/hotel/index.md": "---\nsector: hotel\n---\n# Hotel Lago\n\nBooking site for a lake hotel: rooms, "
+                                   "prices and seasonal offers. Project kickoff in May; the project ends in June.\n",
+        "projects/shop/index.md": "---\nsector: negozio\n---\n# Calzature\n\nAn online shop for shoes and boots.\n",
+        "diary/2025-03-01.md": "# Diary\n\nCalled the accountant about invoices.\n",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    query = "healthcare projects"
+    found = brain.search(query, limit=3, explain=True)
+    assert found.understood_line == "kind projects"
+    assert all(hit.explain["keyword"]["bm25"] == 0.0 for hit in found.results)
+    assert [h.path for h in found.results] == [h.path for h in brain.search(query, mode="vector", limit=3).results]
+    assert found.results[0].path == "projects/fisio/index.md"
+    with monkeypatch.context() as keeping_the_kind_word:
+        keeping_the_kind_word.setattr(search, "_without_kind_words", lambda query, understood: None)
+        before = {h.path: h for h in brain.search(query, limit=3, explain=True).results}
+    assert before["projects/hotel/index.md"].explain["keyword"]["bm25"] > 0  # what the word "project" did
+    # Keywords alone keep the kind's word: it is the only one they can match.
+    assert brain.search(query, mode="bm25", limit=1).results[0].path == "projects/hotel/index.md"

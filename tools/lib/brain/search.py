@@ -330,6 +330,16 @@ NAVIGATION_SHARE = 0.8  # of a chunk's lines ending in a page number: a contents
 _ENDS_IN_PAGE = re.compile(r"(?:\d{1,4}|[ivxlc]{1,7})\s*$")
 
 
+def _without_kind_words(query: str, understood: understanding.Understood) -> str | None:
+    """`query` without the words that named a kind of note, or None when that changes nothing or leaves no
+    word to search (a query of only a kind word keeps it)."""
+    taken = {word for c in understood.constraints if c.kind == "kind" for word in c.words}
+    if not taken:
+        return None
+    rest = " ".join(word for word in query_words(query) if fold(word) not in taken)
+    return rest if query_terms(rest) else None
+
+
 def is_navigation(text: str) -> bool:
     """True for a table of contents or a back index: at least 6 lines, nearly all ending in a page number.
 
@@ -712,14 +722,38 @@ class Searcher:
         literal: bool, chunks: bool, profile: IndexProfile,
     ) -> _Ranked:
         """Both halves' candidates for `query`, fused, and each one's place after what the query names."""
-        match = self.keyword_query(query, profile)
+        allowed = self._allowed_files(paths, filters)
+        candidates, corrections, weight, fused = self._gathered(query, query, ops, asked, allowed, profile)
+        # A query that is a note's title names that note: it asks for no kind of thing.
+        literal = literal or candidates.titled or self.settings["search.understanding"] == "off"
+        understood = understanding.Understood() if literal else self.understand(query, profile)
+        rest = _without_kind_words(query, understood) if asked.mode == "hybrid" else None
+        if rest is not None:
+            # Every note of a kind the query names satisfies that constraint already; the kind's word in
+            # the keyword half only finds the notes that happen to say "project", noise among the things
+            # of that kind. The rest of the query ranks within them; the vector half still reads the whole
+            # query. (Keywords alone keep the word: without the vector half it is the best signal left.)
+            # docs/decisions/46-rest-of-the-query.md
+            candidates, corrections, weight, fused = self._gathered(query, rest, ops, asked, allowed, profile)
+        # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
+        # nothing keeps its place below those that do.
+        place, hidden = self._places(fused, understood, chunks)
+        return _Ranked(candidates=candidates, fused=fused, weight=weight, corrections=corrections, allowed=allowed,
+                       understood=understood, place=place, hidden=hidden)
+
+    def _gathered(
+        self, query: str, keywords: str, ops: Operators, asked: _Asked, allowed: set[int] | None,
+        profile: IndexProfile,
+    ) -> tuple[Candidates, list[spelling.Expansion], float, dict[int, Fused]]:
+        """The candidates of `query` with the keyword half searching the words of `keywords`, their typo
+        corrections, the vector weight and the fused scores."""
+        match = self.keyword_query(keywords, profile)
         if ops.phrases:
             # A phrase's chunks match it besides its words, so they lead the keyword half's pool.
             match += " OR " + " OR ".join(dict.fromkeys(phrase_term(t.text, stem) for t in ops.phrases
                                                         for stem in profile.stems))
-        corrections = self.corrections(query, profile) if asked.mode != "vector" else []
+        corrections = self.corrections(keywords, profile) if asked.mode != "vector" else []
         also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
-        allowed = self._allowed_files(paths, filters)
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
         pool = max(self.settings["search.candidates"], asked.limit)
@@ -728,15 +762,8 @@ class Searcher:
             effective_weight(candidates, asked.weight, self.settings["search.spread_ratio"])
             if asked.mode == "hybrid" else asked.weight
         )
-        fused = fuse(candidates, mode=asked.mode, method=asked.method, vector_weight=weight)
-        # A query that is a note's title names that note: it asks for no kind of thing.
-        literal = literal or candidates.titled or self.settings["search.understanding"] == "off"
-        understood = understanding.Understood() if literal else self.understand(query, profile)
-        # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
-        # nothing keeps its place below those that do.
-        place, hidden = self._places(fused, understood, chunks)
-        return _Ranked(candidates=candidates, fused=fused, weight=weight, corrections=corrections, allowed=allowed,
-                       understood=understood, place=place, hidden=hidden)
+        return candidates, corrections, weight, fuse(candidates, mode=asked.mode, method=asked.method,
+                                                     vector_weight=weight)
 
     def _respond(
         self, asked_query: str, query: str, ranked: _Ranked, ops: Operators, asked: _Asked,

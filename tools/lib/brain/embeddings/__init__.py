@@ -86,6 +86,7 @@ class Embedder:
         self.settings = settings
         name, fallback_reason = choose_backend(settings)
         self.backend: EmbeddingBackend = _make_backend(name, settings)
+        self._last_query: tuple[str, np.ndarray] | None = None
         if fallback_reason is not None:
             announce_once(
                 f"the default model {BUNDLED_MODEL} cannot be used here ({fallback_reason}), "
@@ -134,8 +135,14 @@ class Embedder:
         return self.backend.encode_documents(texts)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """The normalised vector of one query."""
-        return self.backend.encode_query(text)
+        """The normalised vector of one query; the last one is kept, so a search that gathers its candidates
+        twice encodes its query once."""
+        last = self._last_query
+        if last is not None and last[0] == text:
+            return last[1]
+        vector = self.backend.encode_query(text)
+        self._last_query = (text, vector)
+        return vector
 
     @property
     def loaded(self) -> bool:
