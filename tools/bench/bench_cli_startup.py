@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled_bytecode import compiled
+
 PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLE = PROJECT / "examples" / "brain"
 
@@ -36,8 +38,7 @@ TARGETS = {"--help": 0.10, "search bm25": 0.15, "search (hybrid)": 0.30}
 
 
 def run_once(lib: str, root: Path, args: list[str]) -> float:
-    env = dict(os.environ, PYTHONPATH=lib, PYTHONPYCACHEPREFIX=str(root.parent / "pycache"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed copy runs: from compiled bytecode
+    env = compiled(dict(os.environ, PYTHONPATH=lib), root.parent / "pycache")
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "brain", "--root", str(root), *args], env=env,
                          capture_output=True, text=True)

@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import MutableMapping
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -47,6 +46,7 @@ sys.path.insert(0, str(PROJECT / "tools" / "lib"))
 from brain import Brain  # noqa: E402
 from brain.search import IndexProfile, fts_match  # noqa: E402
 from brain.store import SqliteStore  # noqa: E402
+from compiled_bytecode import compiled  # noqa: E402
 
 
 def git(root: Path, *args: str) -> str:
@@ -200,14 +200,6 @@ def main() -> int:
         for key, value in result.items():
             print(f"{key:<34} {value}")
     return 0
-
-
-def compiled(env: MutableMapping[str, str], pycache: Path) -> MutableMapping[str, str]:
-    """`env` for processes that run from compiled bytecode, as an installed copy does (kept in `pycache`
-    unless a folder is named already)."""
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
-    return env
 
 
 def against(old: Path, rounds: int, runs: int, searchable_runs: int) -> int:

@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled_bytecode import compiled
+
 PROJECT = Path(__file__).resolve().parents[2]
 
 
@@ -136,11 +138,8 @@ def main() -> None:
         print(json.dumps(warm_child(root, queries)))
         return
 
-    env = dict(os.environ)
     work = Path(tempfile.mkdtemp(prefix="brain-bench-versions-"))
-    # Whole processes as an installed copy runs them: from compiled bytecode, kept outside the checkouts.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    env = dict(compiled(dict(os.environ), work / "pycache"))
     if args.database:
         env["BRAIN_DATABASE"] = str(args.database.resolve())
     libs = [tuple(item.split("=", 1)) for item in args.lib]
