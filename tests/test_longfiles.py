@@ -116,7 +116,7 @@ def test_search_without_the_flag_keeps_its_json_keys(long_notes: Path) -> None:
     assert set(data) == {"query", "mode", "results", "dropped", "seconds"}
     assert set(data["results"][0]) == {
         "path", "score", "relevance", "vector_score", "keyword_score", "start_line", "end_line", "preview", "stale",
-        "heading_path", "pages", "page_labels", "chunk_id",
+        "heading_path", "pages", "page_labels", "chunk_id", "line", "offset",
     }
 
 

@@ -59,6 +59,16 @@ def _echo(query: str) -> str:
     return query if len(query) <= QUERY_ECHO_CHARS else query[: QUERY_ECHO_CHARS - 1].rstrip() + "…"
 
 
+def _pages_shown(pages: list[int], labels: list[str]) -> str:
+    """A hit's pages for the text view: the one its best lines are on, then the others it runs over."""
+    if not pages:
+        return ""
+    first = labelled_pages(pages[:1], labels[:1])
+    if len(pages) == 1:
+        return f"  Page: {first}"
+    return f"  Page: {first}, also {labelled_pages(pages[1:], labels[1:])}"
+
+
 def _score_line(hit: Any, explain: bool = False) -> str:
     """`Relevance: 64%` (how far the result stands above the average candidate, as a share of the best one's
     lead), with the raw fused score and its halves under --explain."""
@@ -160,7 +170,7 @@ def search(response: SearchResponse, fmt: str, style: Style | None = None) -> st
                 "(`brain index` is making them)")
         out.append(f"_{note}_" if markdown else note)
     for n, hit in enumerate(response.results, 1):
-        pages = f"  Pages: {labelled_pages(hit.pages, hit.page_labels)}" if hit.pages else ""
+        pages = _pages_shown(hit.pages, hit.page_labels)
         stale = "  [changed on disk since indexed: preview is current]" if hit.stale else ""
         if markdown:
             out.append(

@@ -55,9 +55,14 @@ class SearchHit:
     preview: str
     stale: bool
     heading_path: str = ""
-    pages: list[int] = field(default_factory=list)  # physical pages, 1-based (the PDF's own order)
+    # Physical pages, 1-based (the PDF's own order), the one its best-matching lines are on first.
+    pages: list[int] = field(default_factory=list)
     page_labels: list[str] = field(default_factory=list)  # the label printed on each of `pages`, when it has labels
     chunk_id: int = 0
+    # Where its best-matching lines begin (the query's words densest; the chunk's first line when none is there):
+    # the line, and the UTF-8 byte offset into the file's text as `get --offset` reads it (None: text unreadable).
+    line: int = 0
+    offset: int | None = None
     explain: dict[str, Any] | None = None
     # Only with `excerpt_chars`: the relevant excerpt of the current file and its full length.
     excerpt: str | None = None
@@ -277,20 +282,72 @@ def query_terms(query: str) -> list[str]:
     return [t.lower() for t in query_words(query)]
 
 
-def matched_spans(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int]]:
-    """Where in `text` the searched words are, whole words only: (start, end) of each word whose stem in one of
-    `languages` is among `forms` (Searcher._searched_forms: the same Snowball stems the keyword fields hold)."""
+def matched_words(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int, str]]:
+    """Where in `text` the searched words are, whole words only: (start, end, form) of each word whose stem in one
+    of `languages` is among `forms` (Searcher._searched_forms: the same Snowball stems the keyword fields hold)."""
     stems = query_stemmers(languages) or [lambda word: word]
-    spans = []
+    found = []
     for token in _TOKEN.finditer(text):
         word = token.group()
-        if any(fold(stem(word)) in forms for stem in stems):
-            spans.append(token.span())
-    return spans
+        for stem in stems:
+            form = fold(stem(word))
+            if form in forms:
+                found.append((token.start(), token.end(), form))
+                break
+    return found
 
 
-def _make_preview(text: str, terms: list[str]) -> str:
-    """The chunk from its first line that mentions a query term, whitespace collapsed."""
+def matched_spans(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int]]:
+    """The (start, end) of each searched word in `text` (matched_words without the forms)."""
+    return [(start, end) for start, end, _ in matched_words(text, forms, languages)]
+
+
+MAX_PASSAGE_WORDS = 2000  # matched words a passage is looked for among (a chunk holds a few hundred words)
+
+
+def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS) -> tuple[int, int] | None:
+    """The [start, end) of the stretch of at most `width` characters that holds the most of the query's words
+    (matched_words), each counted once and weighted by how rare it is in this text: a word on every line of a
+    chunk cannot say which line answers, the one word found once can. Of equal ones, the tightest. None when no
+    word matched."""
+    matches = matches[:MAX_PASSAGE_WORDS]
+    if not matches:
+        return None
+    counts: dict[str, int] = {}
+    for *_, form in matches:
+        counts[form] = counts.get(form, 0) + 1
+    best, best_key = (matches[0][0], matches[0][1]), (-1.0, 0)
+    for i, (start, _, _) in enumerate(matches):
+        seen: set[str] = set()
+        score, end = 0.0, start
+        for word_start, word_end, form in matches[i:]:
+            if word_end - start > width:
+                break
+            if form not in seen:
+                seen.add(form)
+                score += 1.0 / counts[form]
+            end = word_end
+        key = (round(score, 9), start - end)  # ties: the tightest stretch, then the earliest
+        if key > best_key:
+            best, best_key = (start, end), key
+    return best
+
+
+_SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
+PREVIEW_LEAD_CHARS = 60  # of a sentence before the best-matching words that the preview still starts with
+
+
+def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None = None) -> str:
+    """The chunk from the sentence holding `passage` (its best-matching words: from the words themselves, after
+    "…", when that sentence starts far before them), or else from its first line that mentions a query term,
+    whitespace collapsed."""
+    if passage is not None:
+        lead = max(0, passage[0] - PREVIEW_LEAD_CHARS)
+        ends = [m.end() for m in _SENTENCE_END.finditer(text, lead, passage[0])]
+        line_start = text.rfind("\n", 0, passage[0]) + 1
+        start = max([line_start, *ends]) if line_start >= lead or ends else passage[0]
+        flat = ("…" if start == passage[0] and start > 0 else "") + " ".join(text[start:].split())
+        return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
     for index, line in enumerate(lines):
@@ -300,6 +357,14 @@ def _make_preview(text: str, terms: list[str]) -> str:
             break
     flat = " ".join(" ".join(lines[start:]).split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+def pages_best_first(pages: list[int], page_starts: list[int], line: int) -> list[int]:
+    """A hit's pages with the one `line` (its best-matching words) is on first, the others in order."""
+    on = sources.pages_for_lines(page_starts, line, line)
+    if not on or on[0] not in pages or pages[0] == on[0]:
+        return pages
+    return [on[0]] + [page for page in pages if page != on[0]]
 
 
 def current_lines(text: str, start_line: int, end_line: int, query: str) -> tuple[str, int, int]:
@@ -435,9 +500,11 @@ class _Picking:
     the notes that lack them after those that hold them."""
 
     def __init__(self, searcher: Searcher, reader: TextReader, ranked: _Ranked, ops: Operators, asked: _Asked,
-                 query: str, chunks: bool, forms: Callable[[str], list[str]]) -> None:
+                 query: str, chunks: bool, forms: Callable[[str], list[str]], searched: dict[str, str],
+                 languages: Sequence[str]) -> None:
         self.searcher, self.reader, self.ranked, self.ops, self.asked = searcher, reader, ranked, ops, asked
         self.query, self.chunks, self.forms = query, chunks, forms
+        self.searched, self.languages = searched, languages  # the query's words as stems: where a hit matched
         self.terms = [fold(t) for t in query_terms(query)]
         # A book's contents and index pages (lines of titles and page numbers) rank below its other
         # pages, unless the query asks for them: a file's next chunk stands for it if one comes.
@@ -518,6 +585,10 @@ class _Picking:
             text, start_line, end_line = current_lines(current_text, start_line, end_line, self.query)
         ranked, asked = self.ranked, self.asked
         part = ranked.fused[cid]
+        # The lines its words are densest in: the preview starts there and a book names their page first.
+        passage = best_passage(matched_words(text, self.searched, self.languages)) if self.searched else None
+        line = start_line if passage is None else start_line + text.count("\n", 0, passage[0])
+        pages = pages_best_first(row.pages, file_row.page_starts, line) if row.pages else row.pages
         hit = SearchHit(
             path=file_row.path,
             score=round(part.score, 4),
@@ -525,12 +596,13 @@ class _Picking:
             keyword_score=None if part.keyword is None else round(part.keyword, 4),
             start_line=start_line,
             end_line=end_line,
-            preview=_make_preview(text, self.terms) or EMPTY_PREVIEW,
+            preview=_make_preview(text, self.terms, passage) or EMPTY_PREVIEW,
             stale=stale,
             heading_path=row.heading_path,
-            pages=row.pages,
-            page_labels=sources.page_labels_of(file_row.page_labels, row.pages),
+            pages=pages,
+            page_labels=sources.page_labels_of(file_row.page_labels, pages),
             chunk_id=cid,
+            line=line,
             explain=explained(part, ranked.candidates, cid, row, asked.mode, asked.method, ranked.weight,
                              asked.weight),
         )
@@ -680,8 +752,10 @@ class Searcher:
                 ranked = self._ranked(text, ops, asked, paths, filters, literal, chunks, profile)
                 response = self._respond(query, text, ranked, ops, asked, paths, filters, chunks, no_cutoff,
                                          reader, profile)
+            documents = _documents(reader, response.results)
+            _add_offsets(documents, response.results)
             if excerpt_chars is not None:
-                _add_excerpts(reader, response, excerpt_chars, text)
+                _add_excerpts(documents, response, excerpt_chars, text)
             response.seconds = time.monotonic() - started
             return response
 
@@ -774,7 +848,8 @@ class Searcher:
         # Chunk id orders ties only provisionally: hits of equal place end up ordered by path.
         scored = sorted(ranked.place, key=lambda cid: (-ranked.place[cid][0], -ranked.place[cid][1], cid))
         searched_forms = self._searched_forms(query, ranked.corrections, profile)
-        picking = _Picking(self, reader, ranked, ops, asked, query, chunks, _index_forms(profile))
+        picking = _Picking(self, reader, ranked, ops, asked, query, chunks, _index_forms(profile), searched_forms,
+                           profile.languages)
         for cid, row, file_row in self._rows_in_order(scored, asked.limit):
             if not picking.offer(cid, row, file_row):
                 break
@@ -1203,6 +1278,7 @@ class Searcher:
                 preview=_make_preview(text, []) or EMPTY_PREVIEW, stale=fresh[0],
                 heading_path=first.heading_path if first is not None else "",
                 pages=first.pages if first is not None else [], chunk_id=first.id if first is not None else 0,
+                line=first.start_line if first is not None else 1,
             ))
         counts = self._index_counts(whole=not hits)
         return SearchResponse(query=asked, mode=mode, results=hits, dropped=dropped,
@@ -1228,19 +1304,34 @@ class Searcher:
         return (False, None) if current is None else (True, current.text)
 
 
-def _add_excerpts(reader: TextReader, response: SearchResponse, chars: int, query: str) -> None:
-    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
-    is now, and its length."""
-    response.excerpt_chars = chars
+def _documents(reader: TextReader, hits: list[SearchHit]) -> dict[str, FileText | None]:
+    """Each hit's file as it is now, read once (None: gone or unreadable since the search checked it)."""
     documents: dict[str, FileText | None] = {}
-    for hit in response.results:
+    for hit in hits:
         if hit.path not in documents:
             row = reader.store.get_file(hit.path)
             try:
                 documents[hit.path] = reader.read(row) if row is not None else None
             except TextUnavailable:
                 documents[hit.path] = None
-        document = documents[hit.path]
+    return documents
+
+
+def _add_offsets(documents: dict[str, FileText | None], hits: list[SearchHit]) -> None:
+    """Give every hit the byte offset of its best line, so `get --offset` reads from where it matched."""
+    for hit in hits:
+        document = documents.get(hit.path)
+        if document is not None and hit.line:
+            start, _ = line_span(document.text, hit.line, hit.line)
+            hit.offset = len(document.text[:start].encode("utf-8", "surrogatepass"))
+
+
+def _add_excerpts(documents: dict[str, FileText | None], response: SearchResponse, chars: int, query: str) -> None:
+    """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
+    is now, and its length."""
+    response.excerpt_chars = chars
+    for hit in response.results:
+        document = documents.get(hit.path)
         if document is not None:
             # Around the lines that made it rank (its best chunk, as it is now).
             around = line_span(document.text, hit.start_line, hit.end_line)
