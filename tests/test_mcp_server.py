@@ -13,8 +13,8 @@ import pytest
 from helpers import run_cli, write
 from live_servers import copy_notes, mcp_session
 
-TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_ask", "memory_index", "memory_status",
-         "memory_stats"}
+TOOLS = {"memory_search", "memory_grep", "memory_get_file", "memory_links", "memory_related", "memory_ask",
+         "memory_index", "memory_status", "memory_stats"}
 
 
 def data(result: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from .freshness import StatusReport, index_status
 from .grep import GrepResponse, TextRange, grep, read_range
 from .limits import DEFAULT_GREP_LIMIT
 from .indexer import Indexer, ScanReport, interrupted_before_rebuild
+from .neighbours import LinksResponse, RelatedResponse, note_links, related_notes
 from .search import Searcher, SearchResponse
 from .store import Index, hide_password, index_exists, index_name, open_store, timestamp
 from .texts import TextReader
@@ -161,6 +162,17 @@ class Brain:
         operations.MAX_READ_BYTES), or one page of a PDF: its physical number, or the label printed on it."""
         with _open(self.settings, create=False) as store:
             return read_range(TextReader(self.settings, store), path, offset=offset, length=length, page=page)
+
+    def links(self, path: str) -> LinksResponse:
+        """The note's outgoing links and backlinks, resolved against the notes indexed now (see neighbours)."""
+        with _open(self.settings, create=False) as store:
+            return note_links(store, TextReader(self.settings, store), path)
+
+    def related(self, path: str, *, limit: int = 10, exclude_linked: bool = False) -> RelatedResponse:
+        """The notes nearest to `path` by meaning, from its chunks' vectors (see neighbours.related_notes)."""
+        with _open(self.settings, create=False) as store:
+            return related_notes(store, TextReader(self.settings, store), path, limit=limit,
+                                 exclude_linked=exclude_linked)
 
     def ask(
         self,

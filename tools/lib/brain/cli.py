@@ -317,6 +317,28 @@ def get_command(as_json: bool, **given: Any) -> int:
     return EXIT_OK
 
 
+@operation_command("links")
+@_json_option
+def links_command(as_json: bool, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("links"), given)
+    response = _brain().links(options.pop("path"))
+    click.echo(render.as_json(response.to_dict()) if as_json else render.links_text(response))
+    return EXIT_OK
+
+
+@operation_command("related")
+@_json_option
+def related_command(as_json: bool, **given: Any) -> int:
+    from . import render
+
+    options = operation_arguments(operation("related"), given)
+    response = _brain().related(options.pop("path"), **options)
+    click.echo(render.as_json(response.to_dict()) if as_json else render.related_text(response))
+    return EXIT_OK
+
+
 @operation_command("stats")
 @_json_option
 def stats_command(as_json: bool) -> int:

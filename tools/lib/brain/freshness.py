@@ -21,6 +21,7 @@ from .config import Settings, shown_value
 from .embeddings import Embedder
 from .errors import BrainError
 from .indexer import EXTRACTOR_KEY, KEYWORD_KEYS, identity_mismatch, model_identity
+from .neighbours import broken_links
 from .store import SCHEMA_VERSION, index_exists, index_name, open_store
 
 
@@ -64,6 +65,9 @@ class StatusReport:
     unapproved: list[dict[str, Any]] = field(default_factory=list)
     # Chunks written before their vector (keywords first): searchable by their words only until made.
     pending_vectors: int = 0
+    # Links that name no indexed note, or climb out of the notes folder (neighbours.broken_links): not a
+    # freshness problem, so `clean` does not count them.
+    broken_links: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -120,6 +124,7 @@ def index_status(settings: Settings, embedder: Embedder | None = None, *, verify
             report.extractor_mismatch = identity_mismatch(store, wanted, [EXTRACTOR_KEY])
             report.pending_vectors = store.pending_count()
             failures = _failures(store.get_meta("failed_files"))
+            report.broken_links = broken_links(store, settings.extensions)
         finally:
             store.close()
     report.files_indexed = len(rows)

@@ -29,6 +29,7 @@ from .stemming import detect_language
 from .stemming import stemmer as stemmer_for
 from .store import (
     KEYWORD_FIELDS,
+    LINKS_KEPT,
     FileKeywords,
     FileRow,
     Index,
@@ -100,8 +101,9 @@ TITLED_EXTENSIONS = (*sources.MARKDOWN_EXTENSIONS, ".pdf")
 
 # The parts of model_identity that only the keyword index depends on: a change rebuilds it
 # with every vector from the cache, so `brain status` does not call it a model change.
-KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields")
+KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields", "links")
 EXTRACTOR_KEY = "pdf_text"
+LINKS_KEY = "links"  # an index made before links were kept is rebuilt once, so every note's links are read
 
 
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
@@ -117,6 +119,7 @@ def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
         ),
         # PDFs' text comes from this extractor: a new one rebuilds (vectors of unchanged text from the cache)
         EXTRACTOR_KEY: sources.PDF_TEXT_IDENTITY,
+        LINKS_KEY: LINKS_KEPT,
     }
 
 
@@ -130,6 +133,8 @@ def identity_mismatch(store: Index, wanted: dict[str, str], keys: Sequence[str] 
         if have is not None and have != value:
             if key == EXTRACTOR_KEY:
                 return f"the index's PDF text came from {have!r}, this brain extracts it with {value!r}"
+            if key == LINKS_KEY:
+                return "the index was made before notes' links were kept"
             return f"the index was built with {key} {have!r}, the settings ask for {value!r}"
     return None
 
@@ -527,6 +532,7 @@ class Indexer:
             warning="; ".join(pending.extracted.warnings) or None,
             page_starts=pending.extracted.page_starts,
             page_labels=pending.extracted.page_labels,
+            links=pending.extracted.links,
             chunks=new_chunks,
             title=pending.extracted.title,
             meta_text=meta_text,

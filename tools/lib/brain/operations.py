@@ -184,6 +184,44 @@ OPERATIONS: tuple[Operation, ...] = (
         cli_flags=("--json",),
     ),
     Operation(
+        name="links",
+        method="links",
+        summary="A note's links: the notes it links to and the notes that link to it.",
+        description=(
+            "The note's outgoing links (wiki-links with their #heading and |alias, embeds, relative Markdown "
+            "links, frontmatter values that name a note) and its backlinks, each with the line it sits on, "
+            "resolved as Obsidian resolves them against the notes indexed now (case-insensitive, .md optional, "
+            "the linking note's own folder first, then the shortest path). A link that names no indexed note is "
+            "listed as broken; none is ever followed outside the notes folder."
+        ),
+        params=(Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),),
+        examples=("brain links projects/alpha/index.md", "brain links diary/2026-03-02.md --json"),
+        mcp_tool="memory_links",
+        http=("GET", "/links"),
+        cli_flags=("--json",),
+    ),
+    Operation(
+        name="related",
+        method="related",
+        summary="The notes nearest to a note by meaning.",
+        description=(
+            "Compares the note's own chunks with every other note's by their vectors: the notes that talk about "
+            "the same things, best first, each with its cosine and the lines that match (and which lines of the "
+            "asked note they match). Notes it already links to, or that link to it, are marked `linked`; "
+            "exclude_linked leaves them out."
+        ),
+        params=(
+            Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),
+            Param("limit", "int", "How many notes to return.", default=10, minimum=1, maximum=MAX_SEARCH_LIMIT,
+                  flags=("-k", "--limit"), metavar="N"),
+            Param("exclude_linked", "bool", "Leave out the notes it links to and that link to it.", default=False),
+        ),
+        examples=("brain related projects/alpha/index.md", "brain related diary/2026-03-02.md -k 5 --exclude-linked"),
+        mcp_tool="memory_related",
+        http=("GET", "/related"),
+        cli_flags=("--json",),
+    ),
+    Operation(
         name="ask",
         method="ask",
         summary="Answer a question from the notes with a language model.",

@@ -409,6 +409,13 @@ def status_text(report: Any) -> str:
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.unreadable[:20]]
+    broken = getattr(report, "broken_links", [])
+    if broken:
+        lines.append(f"links       {len(broken)} broken  (naming no indexed note; `brain links PATH` shows a note's)")
+        lines += [f"  {shown(item['path'])}:{item['line']}: {shown(item['target'])}"
+                  + (" (leaves the notes folder)" if item["reason"] == "outside" else "") for item in broken[:20]]
+        if len(broken) > 20:
+            lines.append(f"  … and {len(broken) - 20} more (`brain status --json` lists them all)")
     short = lambda c: c[:12] if c else "none"  # noqa: E731
     git = {
         "current": "current",
@@ -526,3 +533,36 @@ def eval_table(report: Any, markdown: bool = False) -> str:
         return [line(heads), *(line(r) for r in body)]
 
     return "\n".join([head, *table(titles, rows), *(table(kind_titles, kind_rows) if kind_rows else []), tail])
+
+
+def _link_line(hit: Any, other: str) -> str:
+    where = f"line {hit.line}"
+    why = "leaves the notes folder" if hit.broken == "outside" else "no indexed file"
+    name = shown(other) if other else f"{hit.target} (broken: {why})"
+    heading = f"#{hit.heading}" if hit.heading else ""
+    return f"  {name}{heading}  ({hit.kind}, {where}): {hit.text}"
+
+
+def links_text(response: Any) -> str:
+    """`brain links`: what the note links to, then what links to it, each with the line it sits on."""
+    out = [f"{shown(response.path)}", f"links to ({len(response.outgoing)}):"]
+    out += [_link_line(hit, hit.path or "") for hit in response.outgoing] or ["  (none)"]
+    out.append(f"linked from ({len(response.backlinks)}):")
+    out += [_link_line(hit, hit.path) for hit in response.backlinks] or ["  (none)"]
+    return "\n".join(out)
+
+
+def related_text(response: Any) -> str:
+    """`brain related`: the nearest notes by meaning, each with its cosine, lines and preview."""
+    out = [f"notes near {shown(response.path)} by meaning:"]
+    for n, hit in enumerate(response.results, 1):
+        linked = "  [linked]" if hit.linked else ""
+        pages = _pages_shown(hit.pages, [])
+        out.append(f"{n}. {shown(hit.path)}  cosine {hit.score:.3f}  Lines: {hit.start_line}-{hit.end_line}{pages}"
+                   f"  (near lines {hit.from_lines[0]}-{hit.from_lines[1]}){linked}")
+        out.append(f"   Preview: {hit.preview}")
+    if not response.results:
+        out.append("  (none)")
+    if response.excluded_linked:
+        out.append(f"({response.excluded_linked} linked notes left out)")
+    return "\n".join(out)

@@ -199,7 +199,7 @@ class ServedCorpus:
         params = dict(params)
         settings = self.brain.settings
         field_name = None
-        if name == "get":
+        if name in ("get", "links", "related"):
             params["path"] = note_path(settings, params["path"])
             field_name = "path"
         elif name == "grep" and params.get("path") is not None and params["path"].strip():

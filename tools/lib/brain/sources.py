@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 
 from .config import Settings
 from .errors import BrainError, PathRefused
+from .links import Link, extract_links
 
 IGNORE_FILES = (".gitignore", ".brainignore")
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
@@ -75,6 +76,7 @@ class ExtractedText:
     page_labels: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     title: str = ""  # note_title(): frontmatter title, else first H1, else the file name made readable
+    links: list[Link] = field(default_factory=list)  # a note's outgoing links as written (links.extract_links)
 
 
 class ExtractionError(Exception):
@@ -1071,7 +1073,9 @@ def extract_bytes(name: str, data: bytes) -> ExtractedText:
         text = _normalise_newlines(decode_text(data))
         if lower.endswith(MARKDOWN_EXTENSIONS):
             body, meta, warnings = _split_frontmatter(text)
-            extracted = ExtractedText(text=body, metadata=meta, warnings=warnings)
+            # Links from the text as written: frontmatter values can name notes too.
+            extracted = ExtractedText(text=body, metadata=meta, warnings=warnings,
+                                      links=extract_links(text.replace("\0", "")))
         else:
             extracted = ExtractedText(text=text)
     extracted.title = note_title(name, extracted.text, extracted.metadata)

@@ -20,6 +20,7 @@ from .base import (
     FTS_TOKENIZER,
     FTS_TOKENIZERS,
     KEYWORD_FIELDS,
+    LINKS_KEPT,
     UNSTEMMED,
     ChunkRow,
     FileKeywords,
@@ -35,7 +36,7 @@ from .locks import server_writer_lock, writer_lock
 from .sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
-    "FIELDS", "FIELD_WEIGHTS", "FTS_TOKENIZER", "FTS_TOKENIZERS", "KEYWORD_FIELDS", "SCHEMA_VERSION",
+    "FIELDS", "FIELD_WEIGHTS", "FTS_TOKENIZER", "FTS_TOKENIZERS", "KEYWORD_FIELDS", "LINKS_KEPT", "SCHEMA_VERSION",
     "TIMESTAMP_FORMAT", "UNSTEMMED",
     "ChunkRow", "FileKeywords", "FileRow", "Index", "KeptText", "NewChunk", "PendingVector", "SqliteStore",
     "hide_password", "index_exists", "index_name", "open_store", "rebuilding", "server_writer_lock", "store_location",

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..links import Link, name_key
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -42,6 +44,11 @@ FIELD_WEIGHTS = {"title": 4.0, "meta": 4.0, "heading": 2.0, "path": 2.0, "body":
 PDF_TEXT_BEFORE_LABELS = "pypdf, before page labels"
 # Recorded in meta: an index whose keyword fields differ is rebuilt by the next `brain index`.
 KEYWORD_FIELDS = ",".join(FIELDS)
+# Recorded in meta as `links`: an index made before links were kept (SQLite schema 7, PostgreSQL 9) records
+# LINKS_BEFORE, so its next `brain index` rebuilds it (vectors from the cache) and every note's links are read.
+LINKS_KEPT = "1"
+LINKS_BEFORE = "none"
+LINK_COLUMNS = "file_id, line, kind, target, heading, alias, plain"
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
 
 
@@ -178,7 +185,7 @@ class Index(Protocol):
     def replace_file(
         self, *, path: str, hash: str, size: int, mtime_ns: int, metadata: dict[str, Any], warning: str | None,
         page_starts: list[int], chunks: Sequence[NewChunk], title: str = "", meta_text: str = "", language: str = "",
-        keywords: FileKeywords = ..., page_labels: Sequence[str] = (),
+        keywords: FileKeywords = ..., page_labels: Sequence[str] = (), links: Sequence[Link] = (),
     ) -> None: ...
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None: ...
     def move_file(
@@ -222,6 +229,11 @@ class Index(Protocol):
     def chunk_titles(self, ids: Sequence[int]) -> dict[int, str]: ...
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, ChunkRow]: ...
     def file_chunks(self, file_id: int) -> list[ChunkRow]: ...
+
+    # ---- links (links.py): stored as written, resolved by the reader against the paths indexed now
+    def file_links(self, file_id: int) -> list[Link]: ...
+    def links_named(self, keys: Sequence[str]) -> list[tuple[int, Link]]: ...  # (file id, link) by links.name_key
+    def all_links(self) -> list[tuple[int, Link]]: ...
 
     # ---- stats
     def counts(self) -> dict[str, int]: ...
@@ -293,6 +305,18 @@ FILE_COLUMNS = (
 def file_columns(labelled: bool) -> str:
     """FILE_COLUMNS as a store selects them: an older schema opened read-only has no page_labels (NULL)."""
     return FILE_COLUMNS if labelled else FILE_COLUMNS.replace("page_labels", "NULL")
+
+
+def link_row(row: Sequence[Any]) -> tuple[int, Link]:
+    """(file id, Link) from LINK_COLUMNS as both stores select them."""
+    return int(row[0]), Link(target=row[3], kind=row[2], line=int(row[1]), heading=row[4], alias=row[5],
+                             plain=bool(row[6]))
+
+
+def link_values(file_id: int, links: Sequence[Link]) -> list[tuple[Any, ...]]:
+    """Each link's columns (LINK_COLUMNS, then its name_key) for an insert."""
+    return [(file_id, link.line, link.kind, link.target, link.heading, link.alias, link.plain, name_key(link.target))
+            for link in links]
 
 
 def kept_text(row: Sequence[Any] | None) -> KeptText | None:

@@ -32,6 +32,8 @@ from .base import (
     FIELDS,
     FTS_TOKENIZER,
     FTS_TOKENIZERS,
+    LINK_COLUMNS,
+    LINKS_BEFORE,
     PDF_TEXT_BEFORE_LABELS,
     UNSTEMMED,
     ChunkRow,
@@ -47,13 +49,16 @@ from .base import (
     in_batches,
     json_list,
     kept_text,
+    link_row,
+    link_values,
     timestamp,
 )
+from ..links import Link
 
 # 2: extracted_text (PDF text by content hash); 3: stemmed copies of chunk text for FTS5;
 # 4: keyword fields (title, frontmatter values, folder names) and each file's title and language;
-# 5: pending_vectors (chunks written before their vector); 6: PDFs' page labels
-SCHEMA_VERSION = 6
+# 5: pending_vectors (chunks written before their vector); 6: PDFs' page labels; 7: each note's links
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x6272616E  # "bran": marks the file as ours
 FTS_COLUMNS = ("fts_title", "fts_meta", "fts_heading", "fts_path", "fts_text")
 
@@ -112,6 +117,18 @@ CREATE TABLE IF NOT EXISTS pending_vectors (
     chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
     text TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS links (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    alias TEXT NOT NULL DEFAULT '',
+    plain INTEGER NOT NULL DEFAULT 0,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_file ON links(file_id);
+CREATE INDEX IF NOT EXISTS links_key ON links(key);
 """
 
 # FTS5 reads the stemmed copies of the keyword fields (FTS_COLUMNS), kept in sync by triggers.
@@ -288,6 +305,7 @@ class SqliteStore(MetaRecords):
         conn.execute("PRAGMA foreign_keys = ON")
         # An older file opened read-only keeps its schema: what it lacks is read as empty.
         self._labelled = version >= 6 or not tables
+        self._linked = version >= 7 or not tables
         self._file_columns = file_columns(self._labelled)
         if readonly:
             return
@@ -316,6 +334,9 @@ class SqliteStore(MetaRecords):
                 if upgrading and version < 6:
                     conn.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'pdf_text', ? WHERE EXISTS"
                                  " (SELECT 1 FROM files WHERE lower(path) LIKE '%.pdf')", (PDF_TEXT_BEFORE_LABELS,))
+                if upgrading and version < 7:  # its notes' links were never read: the next index reads them
+                    conn.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'links', ? WHERE EXISTS"
+                                 " (SELECT 1 FROM files)", (LINKS_BEFORE,))
                 # Then every table the schema has and this file lacks (5: pending_vectors).
                 for statement in _split_sql(_SCHEMA.replace("__FTS__", _FTS).replace("__TOKENIZER__", tokenizer)):
                     conn.execute(statement)
@@ -331,7 +352,7 @@ class SqliteStore(MetaRecords):
                 )
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._labelled, self._file_columns = True, file_columns(True)
+            self._labelled, self._linked, self._file_columns = True, True, file_columns(True)
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -459,8 +480,9 @@ class SqliteStore(MetaRecords):
         language: str = "",
         keywords: FileKeywords = FileKeywords(),
         page_labels: Sequence[str] = (),
+        links: Sequence[Link] = (),
     ) -> None:
-        """Swap in a file's new chunks in one transaction: never a mix of old and new.
+        """Swap in a file's new chunks (and links) in one transaction: never a mix of old and new.
 
         `keywords` (its title, frontmatter values and path as words, stemmed) are
         keyword fields of every chunk of the file; `language` is what they and the
@@ -476,6 +498,7 @@ class SqliteStore(MetaRecords):
             if row:
                 file_id = row[0]
                 conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+                conn.execute("DELETE FROM links WHERE file_id = ?", (file_id,))
                 conn.execute(
                     "UPDATE files SET hash=?, size=?, mtime_ns=?, indexed_at=?, metadata=?, status=?, warning=?, page_starts=?,"  # noqa: E501
                     " title=?, language=?, page_labels=? WHERE id=?",
@@ -499,6 +522,8 @@ class SqliteStore(MetaRecords):
                     conn.execute(
                         "INSERT INTO pending_vectors(chunk_id, text) VALUES (?, ?)", (chunk_id, c.pending_text)
                     )
+            conn.executemany(f"INSERT INTO links({LINK_COLUMNS}, key) VALUES (?,?,?,?,?,?,?,?)",
+                             link_values(file_id, links))
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content did not change."""
@@ -813,6 +838,27 @@ class SqliteStore(MetaRecords):
             chunk_row(r)
             for r in self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE file_id=? ORDER BY seq", (file_id,))
         ]
+
+    # ------------------------------------------------------------ links
+
+    def file_links(self, file_id: int) -> list[Link]:
+        """A file's outgoing links as written, in the order they appear."""
+        return [link for _, link in self._links("WHERE file_id = ? ORDER BY rowid", (file_id,))]
+
+    def links_named(self, keys: Sequence[str]) -> list[tuple[int, Link]]:
+        """(file id, link) of every link whose target ends with one of these names (links.name_key)."""
+        found: list[tuple[int, Link]] = []
+        for batch in in_batches(dict.fromkeys(keys)):
+            found += self._links(f"WHERE key IN ({','.join('?' * len(batch))}) ORDER BY file_id, rowid", batch)
+        return found
+
+    def all_links(self) -> list[tuple[int, Link]]:
+        return self._links("ORDER BY file_id, rowid", ())
+
+    def _links(self, where: str, args: Sequence[Any]) -> list[tuple[int, Link]]:
+        if not self._linked:  # an older index opened read-only: no links kept yet
+            return []
+        return [link_row(r) for r in self.conn.execute(f"SELECT {LINK_COLUMNS} FROM links {where}", tuple(args))]
 
     # ------------------------------------------------------------ stats
 

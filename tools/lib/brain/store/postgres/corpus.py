@@ -34,6 +34,7 @@ from ..base import (
     CHUNK_COLUMNS,
     FIELDS,
     KeptText,
+    LINK_COLUMNS,
     FTS_TOKENIZER,
     FTS_TOKENIZERS,
     UNSTEMMED,
@@ -48,8 +49,11 @@ from ..base import (
     file_row,
     json_list,
     kept_text,
+    link_row,
+    link_values,
     timestamp,
 )
+from ...links import Link
 from .bm25 import BM25_B, BM25_K1, bm25_scores, class_weights, sum_by_chunk
 from .connection import (
     REBUILD_SUFFIX,
@@ -442,8 +446,9 @@ class PostgresStore(MetaRecords):
         language: str = "",
         keywords: FileKeywords = FileKeywords(),
         page_labels: Sequence[str] = (),
+        links: Sequence[Link] = (),
     ) -> None:
-        """Swap in a file's new chunks in one transaction: never a mix of old and new, never two copies.
+        """Swap in a file's new chunks (and links) in one transaction: never a mix of old and new, never two copies.
 
         `keywords` and the chunks' keyword copies arrive stemmed in `language`
         (the indexer's work); `meta_text` is the frontmatter as words, unstemmed.
@@ -476,6 +481,11 @@ class PostgresStore(MetaRecords):
                 " RETURNING id"),
                 (path, *values)).fetchone()[0]
             conn.execute(self._sql("DELETE FROM @.chunks WHERE file_id = %s"), (file_id,))
+            conn.execute(self._sql("DELETE FROM @.links WHERE file_id = %s"), (file_id,))
+            if links:
+                with conn.cursor() as cur:
+                    cur.executemany(self._sql(f"INSERT INTO @.links({LINK_COLUMNS}, key)"
+                                              " VALUES (%s,%s,%s,%s,%s,%s,%s,%s)"), link_values(file_id, links))
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(self._sql(
@@ -1057,6 +1067,22 @@ class PostgresStore(MetaRecords):
     def file_chunks(self, file_id: int) -> list[ChunkRow]:
         return [chunk_row(r) for r in self._execute(
             f"SELECT {CHUNK_COLUMNS} FROM @.chunks WHERE file_id = %s ORDER BY seq", (file_id,))]
+
+    # ------------------------------------------------------------ links
+
+    def file_links(self, file_id: int) -> list[Link]:
+        """A file's outgoing links as written, in the order they appear."""
+        return [link_row(r)[1] for r in self._execute(
+            f"SELECT {LINK_COLUMNS} FROM @.links WHERE file_id = %s ORDER BY id", (file_id,))]
+
+    def links_named(self, keys: Sequence[str]) -> list[tuple[int, Link]]:
+        """(file id, link) of every link whose target ends with one of these names (links.name_key)."""
+        return [link_row(r) for r in self._execute(
+            f"SELECT {LINK_COLUMNS} FROM @.links WHERE key = ANY(%s) ORDER BY file_id, id",
+            (list(dict.fromkeys(keys)),))]
+
+    def all_links(self) -> list[tuple[int, Link]]:
+        return [link_row(r) for r in self._execute(f"SELECT {LINK_COLUMNS} FROM @.links ORDER BY file_id, id")]
 
     # ------------------------------------------------------------ stats
 

@@ -3,11 +3,12 @@ constants."""
 
 from __future__ import annotations
 
-from ..base import PDF_TEXT_BEFORE_LABELS
+from ..base import LINKS_BEFORE, PDF_TEXT_BEFORE_LABELS
 
-# The tables of SQLite schema 5 (numbered apart: 4-6 were SQLite's 4, 7 adds pending_vectors
-# as SQLite's 5 does, 8 page labels as its 6); vectors in pgvector, keywords in a weighted tsvector.
-SCHEMA_VERSION = 8
+# The tables of SQLite schema 7 (numbered apart: 4-6 were SQLite's 4, 7 adds pending_vectors
+# as SQLite's 5 does, 8 page labels as its 6, 9 links as its 7); vectors in pgvector, keywords in a
+# weighted tsvector.
+SCHEMA_VERSION = 9
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS @.state (
@@ -86,7 +87,20 @@ CREATE TABLE IF NOT EXISTS @.extracted_text (
 CREATE TABLE IF NOT EXISTS @.pending_vectors (
     chunk_id BIGINT PRIMARY KEY REFERENCES @.chunks(id) ON DELETE CASCADE,
     text TEXT NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS @.links (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    alias TEXT NOT NULL DEFAULT '',
+    plain BOOLEAN NOT NULL DEFAULT false,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_file ON @.links(file_id);
+CREATE INDEX IF NOT EXISTS links_key ON @.links(key)
 """
 
 # How many chunks hold each word (as FTS5's vocabulary table counts them), kept by triggers on
@@ -131,6 +145,22 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE @.extracted_text ADD COLUMN IF NOT EXISTS page_labels TEXT",
         "INSERT INTO @.meta(key, value) SELECT 'pdf_text', '" + PDF_TEXT_BEFORE_LABELS + "' WHERE EXISTS"
         " (SELECT 1 FROM @.files WHERE lower(path) LIKE '%.pdf')"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+    # 9: each note's links; a corpus with files records LINKS_BEFORE, so its next `brain index` reads them.
+    9: (*(statement.strip() for statement in """CREATE TABLE IF NOT EXISTS @.links (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    alias TEXT NOT NULL DEFAULT '',
+    plain BOOLEAN NOT NULL DEFAULT false,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_file ON @.links(file_id);
+CREATE INDEX IF NOT EXISTS links_key ON @.links(key)""".split(";")),
+        "INSERT INTO @.meta(key, value) SELECT 'links', '" + LINKS_BEFORE + "' WHERE EXISTS (SELECT 1 FROM @.files)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
 }
 
