@@ -396,5 +396,5 @@ def test_a_schema_7_corpus_reads_without_labels_and_its_next_index_fills_them(tm
     reader.close()
     brain = Brain(root)
     assert brain.index().rebuilt
-    assert brain.search("pelican", mode="bm25").results[0].page_labels == BOOK_LABELS
+    assert sorted(brain.search("pelican", mode="bm25").results[0].page_labels) == sorted(BOOK_LABELS)  # one chunk
     brain.close()

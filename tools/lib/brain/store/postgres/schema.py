@@ -10,6 +10,21 @@ from ..base import LINKS_BEFORE, PDF_TEXT_BEFORE_LABELS
 # weighted tsvector.
 SCHEMA_VERSION = 9
 
+# Each note's links as written (links.py), resolved when read (neighbours.py); schema 9.
+LINKS = """CREATE TABLE IF NOT EXISTS @.links (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    alias TEXT NOT NULL DEFAULT '',
+    plain BOOLEAN NOT NULL DEFAULT false,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_file ON @.links(file_id);
+CREATE INDEX IF NOT EXISTS links_key ON @.links(key)"""
+
 TABLES = """
 CREATE TABLE IF NOT EXISTS @.state (
     one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
@@ -88,20 +103,7 @@ CREATE TABLE IF NOT EXISTS @.pending_vectors (
     chunk_id BIGINT PRIMARY KEY REFERENCES @.chunks(id) ON DELETE CASCADE,
     text TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS @.links (
-    id BIGSERIAL PRIMARY KEY,
-    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
-    line INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    target TEXT NOT NULL,
-    heading TEXT NOT NULL DEFAULT '',
-    alias TEXT NOT NULL DEFAULT '',
-    plain BOOLEAN NOT NULL DEFAULT false,
-    key TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS links_file ON @.links(file_id);
-CREATE INDEX IF NOT EXISTS links_key ON @.links(key)
-"""
+""" + LINKS + "\n"
 
 # How many chunks hold each word (as FTS5's vocabulary table counts them), kept by triggers on
 # postings: a typo's near words are looked up among the words of one first letter, and counting
@@ -147,19 +149,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " (SELECT 1 FROM @.files WHERE lower(path) LIKE '%.pdf')"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
     # 9: each note's links; a corpus with files records LINKS_BEFORE, so its next `brain index` reads them.
-    9: (*(statement.strip() for statement in """CREATE TABLE IF NOT EXISTS @.links (
-    id BIGSERIAL PRIMARY KEY,
-    file_id BIGINT NOT NULL REFERENCES @.files(id) ON DELETE CASCADE,
-    line INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    target TEXT NOT NULL,
-    heading TEXT NOT NULL DEFAULT '',
-    alias TEXT NOT NULL DEFAULT '',
-    plain BOOLEAN NOT NULL DEFAULT false,
-    key TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS links_file ON @.links(file_id);
-CREATE INDEX IF NOT EXISTS links_key ON @.links(key)""".split(";")),
+    9: (*LINKS.split(";\n"),
         "INSERT INTO @.meta(key, value) SELECT 'links', '" + LINKS_BEFORE + "' WHERE EXISTS (SELECT 1 FROM @.files)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
 }
