@@ -183,3 +183,25 @@ def test_links_and_related_on_postgres(tmp_path: Path, store_url: str, monkeypat
     brain.index()
     assert Brain(tmp_path).links("projects/alpha/index.md").outgoing[0].broken == "unresolved"
     assert os.environ["BRAIN_STORE"] == store_url
+
+
+AGENCY = Path(__file__).resolve().parents[1] / "examples" / "agency"
+
+
+def test_every_link_of_the_agency_example_resolves_and_the_judgments_name_its_notes() -> None:
+    """examples/agency links its projects and decisions as a vault would; agency-related.jsonl judges `related`."""
+    from brain.links import Resolver, resolve_all
+
+    paths = sorted(p.relative_to(AGENCY).as_posix() for p in AGENCY.rglob("*") if p.is_file())
+    resolver = Resolver(paths)
+    resolved = [r for path in paths if path.endswith(".md")
+                for r in resolve_all((AGENCY / path).read_text(encoding="utf-8"), path, resolver)]
+    wiki = [r for r in resolved if r.link.kind == "wiki"]
+    assert len(wiki) >= 60 and all(r.path is not None and r.reason == "" for r in wiki), [
+        r for r in wiki if r.path is None]
+    judged = AGENCY.parents[1] / "tools" / "bench" / "judged" / "agency-related.jsonl"
+    rows = [json.loads(line) for line in judged.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 20 and len({row["id"] for row in rows}) == len(rows)
+    for row in rows:
+        assert row["note"] in paths and row["related"] and set(row["related"]) <= set(paths), row["id"]
+        assert row["note"] not in row["related"], row["id"]

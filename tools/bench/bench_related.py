@@ -1,18 +1,22 @@
-"""`brain related` latency on a collection's index (issue #26: p50 at 10k chunks).
+"""`brain related`: its latency on a collection's index and, with `--judged`, its quality (issue #26).
 
 Benchmark, not a test. Indexes the collection as `brain eval` does (the same cache; later runs reuse it),
 then asks `neighbours.related_notes` for the 10 nearest notes of `--files` notes picked evenly over the
 index, warm (one untimed call first), and prints the median, p95 and the chunk count. The notes' vectors
-are read from the index; no model runs.
+are read from the index; no model runs. `--judged FILE` (JSONL: {"id", "note", "related": [paths]}, the
+notes a person calls related to `note`) also prints nDCG@5, MRR@10 and R@5 over its rows, with and
+without the linked notes left out.
 
     PYTHONPATH=tools/lib python tools/bench/bench_related.py ../shared/data/scifact
     PYTHONPATH=tools/lib python tools/bench/bench_related.py --notes examples/agency \
-        --queries tools/bench/judged/agency.jsonl
+        --queries tools/bench/judged/agency.jsonl --judged tools/bench/judged/agency-related.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import statistics
 import sys
@@ -21,8 +25,29 @@ import time
 from brain import evaluation
 from brain.embeddings import Embedder
 from brain.neighbours import related_notes
-from brain.store import open_store
+from brain.store import Index, open_store
 from brain.texts import TextReader
+
+
+def scores(found: list[str], related: set[str]) -> dict[str, float]:
+    """nDCG@5 (binary gains), MRR@10 and R@5 of one note's related notes."""
+    dcg = sum(1 / math.log2(rank + 1) for rank, path in enumerate(found[:5], 1) if path in related)
+    ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(5, len(related)) + 1))
+    first = next((rank for rank, path in enumerate(found[:10], 1) if path in related), None)
+    return {"nDCG@5": dcg / ideal, "MRR@10": 1 / first if first else 0.0,
+            "R@5": len(set(found[:5]) & related) / len(related)}
+
+
+def judged(store: Index, reader: TextReader, path: str) -> None:
+    rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    for exclude in (False, True):
+        per_row = []
+        for row in rows:
+            found = related_notes(store, reader, row["note"], limit=10, exclude_linked=exclude).results
+            per_row.append(scores([hit.path for hit in found], set(row["related"])))
+        means = {m: sum(s[m] for s in per_row) / len(per_row) for m in ("nDCG@5", "MRR@10", "R@5")}
+        print(f"{len(rows)} judged notes, exclude_linked={exclude}: "
+              + ", ".join(f"{m} {v:.3f}" for m, v in means.items()))
 
 
 def main() -> int:
@@ -32,6 +57,7 @@ def main() -> int:
     parser.add_argument("--queries")
     parser.add_argument("--files", type=int, default=50, help="how many notes to ask about")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--judged", help="JSONL of notes and the notes a person calls related to each")
     args = parser.parse_args()
     collection = evaluation.load_collection(args.collection, notes=args.notes, queries=args.queries)
     embedder = Embedder(collection.settings)
@@ -50,6 +76,8 @@ def main() -> int:
             related_notes(store, reader, path, limit=args.limit)
             times.append(time.perf_counter() - started)
         chunks = store.counts()["embedded_chunks"]
+        if args.judged:
+            judged(store, reader, args.judged)
     finally:
         store.close()
     times.sort()
