@@ -81,6 +81,25 @@ def test_links_cli_text_and_status_list_the_broken_ones(vault: Path) -> None:
     assert missing.returncode != 0 and "not in the index" in missing.stderr
 
 
+def test_links_to_hidden_or_ignored_notes_are_broken_and_circular_links_are_listed_once(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "a.md": "# A\n\nSee [[b]], [[.hidden/secret]] and [[drafts/wip]].\n",
+        "b.md": "# B\n\nBack to [[a]], and to [[b]] itself.\n",
+        ".hidden/secret.md": "# Secret\n\nnot for the index\n",
+        "drafts/wip.md": "# WIP\n\nignored by the folder's rules\n",
+        ".brainignore": "drafts/\n",
+    })
+    Brain(tmp_path).index()
+    a = Brain(tmp_path).links("a.md")
+    assert [(h.path, h.broken) for h in a.outgoing] == [("b.md", ""), (None, "unresolved"), (None, "unresolved")]
+    assert [h.path for h in a.backlinks] == ["b.md"]
+    b = Brain(tmp_path).links("b.md")
+    assert [(h.path, h.self_link) for h in b.outgoing] == [("a.md", False), ("b.md", True)]
+    assert [h.path for h in b.backlinks] == ["a.md"]  # its link to itself is an outgoing self link only
+    shown = json.dumps(Brain(tmp_path).links("a.md").to_dict())
+    assert "not for the index" not in shown and "ignored by the folder" not in shown
+
+
 def test_renames_and_deletions_are_followed_on_the_next_index(tmp_path: Path) -> None:
     write(tmp_path, VAULT)
     brain = Brain(tmp_path)

@@ -8,6 +8,7 @@ notes a person calls related to `note`) also prints nDCG@5, MRR@10 and R@5 over 
 without the linked notes left out.
 
     PYTHONPATH=tools/lib python tools/bench/bench_related.py ../shared/data/scifact
+    PYTHONPATH=tools/lib python tools/bench/bench_related.py ../shared/data/scifact --chunks 10000
     PYTHONPATH=tools/lib python tools/bench/bench_related.py --notes examples/agency \
         --queries tools/bench/judged/agency.jsonl --judged tools/bench/judged/agency-related.jsonl
 """
@@ -18,14 +19,18 @@ import argparse
 import json
 import math
 import os
+import shutil
+import sqlite3
+import tempfile
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from brain import evaluation
 from brain.embeddings import Embedder
 from brain.neighbours import related_notes
-from brain.store import Index, open_store
+from brain.store import Index, SqliteStore, open_store
 from brain.texts import TextReader
 
 
@@ -50,6 +55,34 @@ def judged(store: Index, reader: TextReader, path: str) -> None:
               + ", ".join(f"{m} {v:.3f}" for m, v in means.items()))
 
 
+def grown_copy(database: Path, chunks: int) -> Path:
+    """A copy of the SQLite index at `database` whose files (with their chunks and vectors) repeat under copy-N/
+    until it holds at least `chunks` embedded chunks."""
+    copy = Path(tempfile.mkdtemp(prefix="brain-related-")) / database.name
+    shutil.copy2(database, copy)
+    conn = sqlite3.connect(copy)
+    have = conn.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()[0]
+    originals = conn.execute("SELECT id FROM files ORDER BY id").fetchall()
+    round_ = 0
+    while have < chunks:
+        round_ += 1
+        for (file_id,) in originals:
+            if have >= chunks:
+                break
+            new_id = conn.execute(
+                "INSERT INTO files(path, hash, size, mtime_ns, indexed_at, metadata, status, warning, page_starts,"
+                " title, language, page_labels) SELECT ? || path, hash, size, mtime_ns, indexed_at, metadata, status,"
+                " warning, page_starts, title, language, page_labels FROM files WHERE id = ?",
+                (f"copy-{round_}/", file_id)).lastrowid
+            have += conn.execute(
+                "INSERT INTO chunks(file_id, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector)"
+                " SELECT ?, seq, text, heading_path, start_line, end_line, pages, embed_hash, vector FROM chunks"
+                " WHERE file_id = ? AND vector IS NOT NULL", (new_id, file_id)).rowcount
+    conn.commit()
+    conn.close()
+    return copy
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("collection", nargs="?", help="a BEIR-layout folder (or give --notes and --queries)")
@@ -58,12 +91,18 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=50, help="how many notes to ask about")
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--judged", help="JSONL of notes and the notes a person calls related to each")
+    parser.add_argument("--chunks", type=int, default=0,
+                        help="time on a copy of the (SQLite) index whose notes repeat, under copy-N/ folders, until it "
+                             "holds this many embedded chunks (their vectors are real; only latency is measured)")
     args = parser.parse_args()
     collection = evaluation.load_collection(args.collection, notes=args.notes, queries=args.queries)
     embedder = Embedder(collection.settings)
     report = evaluation._prepare_index(collection, embedder, show_progress=False)
     print(f"index: {report['files']} files, {report['chunks_embedded']} chunks embedded now, reused={report['reused']}")
     store = open_store(collection.settings, create=False)
+    if args.chunks:
+        store.close()
+        store = SqliteStore(grown_copy(collection.settings.database_path, args.chunks), create=False)
     try:
         reader = TextReader(collection.settings, store)
         paths = sorted(store.all_files())
