@@ -246,6 +246,10 @@ def test_function_words_leave_the_keyword_query_unless_alone() -> None:
     assert fts_match("progetti per la clinica") == '"progetti" OR "clinica"'
     assert fts_match("the of and") == '"the" OR "of" OR "and"'  # nothing else to search for
     assert fts_match("FT-2026-0412") == '"FT 2026 0412"'  # identifiers stay whole
+    # Italian's question words, possessives and demonstratives, as English's where, my, this.
+    assert fts_match("dove salva Obsidian le sue impostazioni?") == '"salva" OR "Obsidian" OR "impostazioni"'
+    assert fts_match("Perché questo progetto usa il mio server?") == '"progetto" OR "usa" OR "server"'
+    assert fts_match("Where does my project keep this file?") == '"project" OR "keep" OR "file"'
 
 
 @pytest.mark.parametrize(("query", "match"), [

@@ -23,7 +23,9 @@ STEMMERS = (AUTO, NONE, "italian", "english", "french", "german", "spanish", "po
 DETECTED = ("italian", "english")  # the languages `auto` tells apart; the first is never a guess
 
 # Function words of each language: the keyword query leaves them out (search.STOP_WORDS) and
-# language detection counts them (a note's most frequent words are its function words).
+# language detection counts them (a note's most frequent words are its function words). The Italian
+# list has the interrogatives, possessives and demonstratives the English one has (where/dove,
+# why/perché, what/cosa, my/mio, this/questo: docs/decisions/48-italian-question-words.md).
 FUNCTION_WORDS: dict[str, frozenset[str]] = {
     "english": frozenset("""
 a an and are as at be been but by can could did do does for from had has have how i if in into is it its
@@ -34,6 +36,8 @@ what when where which who why will with would you your
 ad agli ai al alla alle allo anche che chi ci come con da dai dal dalla dalle degli dei del della delle
 dello di e ed era gli ha hanno ho i il in la le lo ma mi ne negli nei nel nella nelle non o per più quale
 quali quando se si sono su sua sue sui sul sulla suo tra un una uno
+dove perché perche cosa è mio mia miei mie tuo tua tuoi tue nostro nostra nostri nostre loro
+questo questa questi queste quello quella quelli quelle
 """.split()),
 }
 # More words that only one of the languages uses often, read by detect_language only (the query's
