@@ -209,3 +209,9 @@ def test_the_rest_of_the_query_ranks_within_the_kind(tmp_path: Path, monkeypatch
     assert before["projects/hotel/index.md"].explain["keyword"]["bm25"] > 0  # what the word "project" did
     # Keywords alone keep the kind's word: it is the only one they can match.
     assert brain.search(query, mode="bm25", limit=1).results[0].path == "projects/hotel/index.md"
+    # The second gathering searches other keywords, not another meaning: the vector half is made once.
+    products = []
+    real = search.one_blas_thread
+    monkeypatch.setattr(search, "one_blas_thread", lambda: products.append(1) or real())
+    again = brain.search("physiotherapy projects", limit=3)
+    assert again.understood_line == "kind projects" and len(products) == 1

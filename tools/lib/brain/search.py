@@ -629,6 +629,9 @@ class Searcher:
         # (data version, what understanding reads of every file)
         self._facts: tuple[int | None, understanding.IndexFacts | None] = (None, None)
         self._fields: tuple[int | None, set[str]] = (None, set())
+        # The last vector half made from the held matrix: a query that names a kind gathers its candidates twice
+        # (the keyword half without the kind's words, decision 46), and the vector half reads the same query.
+        self._last_vector_half: tuple[Any, ...] | None = None
 
     @property
     def store(self) -> Index:
@@ -641,7 +644,7 @@ class Searcher:
         if self._store is not None:
             self._store.close()
             self._store = None
-            self._vectors = None
+            self._vectors = self._last_vector_half = None
             self._version = None
         if self._executor is not None:
             self._executor.shutdown()
@@ -657,7 +660,7 @@ class Searcher:
         if self._store is not None and self._store.replaced():
             self._store.close()
             self._store = None
-            self._vectors = None
+            self._vectors = self._last_vector_half = None
             self._version = None
 
     def _check_identity(self, store: Index) -> None:
@@ -690,6 +693,7 @@ class Searcher:
         version = self.store.data_version()
         if version != self._version:
             # A store past its HNSW threshold (PostgreSQL) answers nearest-vector queries: no matrix is held.
+            self._vectors = self._last_vector_half = None  # the old matrix goes before the new one is read
             self._vectors = None if self.store.searches_vectors() else self.store.vector_matrix(self.embedder.dimension)
             self._version = version
         return self._vectors
@@ -1165,17 +1169,23 @@ class Searcher:
         ids, file_ids, matrix = vectors
         if not len(ids):
             return ids, np.zeros(0, dtype=np.float32)
-        qvec = self.embedder.encode_query(query)
-        with one_blas_thread():
-            sims = matrix @ qvec
-        if allowed is not None:
-            sims = np.where(np.isin(file_ids, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
-        top = min(pool, len(ids))
-        best = np.argpartition(-sims, top - 1)[:top]
-        best = best[np.argsort(-sims[best], kind="stable")]
-        best = best[np.isfinite(sims[best])]  # files outside --path/--where scored -inf
-        chunk_ids = ids[best].tolist()
-        found.cosine.update(zip(chunk_ids, sims[best].tolist()))
+        key = (query, None if allowed is None else frozenset(allowed), pool)
+        last = self._last_vector_half
+        if last is not None and last[0] is vectors and last[1] == key:  # the same matrix, query, filter and pool
+            sims, chunk_ids, cosines = last[2:]
+        else:
+            qvec = self.embedder.encode_query(query)
+            with one_blas_thread():
+                sims = matrix @ qvec
+            if allowed is not None:
+                sims = np.where(np.isin(file_ids, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
+            top = min(pool, len(ids))
+            best = np.argpartition(-sims, top - 1)[:top]
+            best = best[np.argsort(-sims[best], kind="stable")]
+            best = best[np.isfinite(sims[best])]  # files outside --path/--where scored -inf
+            chunk_ids, cosines = ids[best].tolist(), sims[best].tolist()
+            self._last_vector_half = (vectors, key, sims, chunk_ids, cosines)
+        found.cosine.update(zip(chunk_ids, cosines))
         found.ids.extend(chunk_ids)
         return ids, sims
 
