@@ -101,9 +101,9 @@ TITLED_EXTENSIONS = (*sources.MARKDOWN_EXTENSIONS, ".pdf")
 
 # The parts of model_identity that only the keyword index depends on: a change rebuilds it
 # with every vector from the cache, so `brain status` does not call it a model change.
-KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields", "links")
-EXTRACTOR_KEY = "pdf_text"
 LINKS_KEY = "links"  # an index made before links were kept is rebuilt once, so every note's links are read
+KEYWORD_KEYS = ("fts_tokenizer", "stemmer", "keyword_fields", LINKS_KEY)
+EXTRACTOR_KEY = "pdf_text"
 
 
 def model_identity(embedder: Embedder, settings: Settings) -> dict[str, str]:
@@ -481,7 +481,7 @@ class Indexer:
 
     def _prepare(self, source: sources.SourceFile, digest: str, data: bytes, report: ScanReport) -> _Pending | None:
         try:
-            extracted = sources.extract_bytes(source.path.name, data)
+            extracted = sources.extract_bytes(source.path.name, data, links=True)
         except sources.ExtractionError as exc:
             report.fail(source.rel, exc)
             return None

@@ -8,6 +8,7 @@ candidate pool does not depend on how many results were asked for.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -285,16 +286,30 @@ def query_terms(query: str) -> list[str]:
 def matched_words(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int, str]]:
     """Where in `text` the searched words are, whole words only: (start, end, form) of each word whose stem in one
     of `languages` is among `forms` (Searcher._searched_forms: the same Snowball stems the keyword fields hold)."""
-    stems = query_stemmers(languages) or [lambda word: word]
+    stems, known = _word_forms(tuple(languages))
     found = []
     for token in _TOKEN.finditer(text):
         word = token.group()
-        for stem in stems:
-            form = fold(stem(word))
+        word_forms = known.get(word)
+        if word_forms is None:
+            if len(known) >= MAX_KNOWN_WORDS:
+                known.clear()
+            word_forms = known[word] = tuple(fold(stem(word)) for stem in stems) or (fold(word),)
+        for form in word_forms:
             if form in forms:
                 found.append((token.start(), token.end(), form))
                 break
     return found
+
+
+MAX_KNOWN_WORDS = 100_000  # words whose stems matched_words keeps between queries (notes repeat their vocabulary)
+
+
+@functools.lru_cache(maxsize=16)
+def _word_forms(languages: tuple[str, ...]) -> tuple[list[Callable[[str], str]], dict[str, tuple[str, ...]]]:
+    """The stemmers of `languages` and each word's folded stem in each, kept across queries: every hit's words
+    are looked up (matched_words), and stemming one word costs a regex pass."""
+    return query_stemmers(languages), {}
 
 
 def matched_spans(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int]]:
@@ -346,8 +361,7 @@ def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None =
         ends = [m.end() for m in _SENTENCE_END.finditer(text, lead, passage[0])]
         line_start = text.rfind("\n", 0, passage[0]) + 1
         start = max([line_start, *ends]) if line_start >= lead or ends else passage[0]
-        flat = ("…" if start == passage[0] and start > 0 else "") + " ".join(text[start:].split())
-        return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+        return _clipped(("…" if start == passage[0] and start > 0 else "") + " ".join(text[start:].split()))
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
     for index, line in enumerate(lines):
@@ -355,7 +369,11 @@ def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None =
         if any(term in folded for term in terms):
             start = index
             break
-    flat = " ".join(" ".join(lines[start:]).split())
+    return _clipped(" ".join(" ".join(lines[start:]).split()))
+
+
+def _clipped(flat: str) -> str:
+    """A preview's text cut to PREVIEW_CHARS, with "…" where it was cut."""
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
 
 
@@ -519,6 +537,7 @@ class _Picking:
         self.later = 0  # hits whose note lacks a phrase or that are navigation: at most `limit`, below the others
         self.demoted: set[int] = set()
         self.deferred: dict[int, tuple[int, ChunkRow, FileRow]] = {}  # file id → its best navigation chunk
+        self.texts: dict[int, tuple[str, list[int], FileRow]] = {}  # hit chunk id → its text now, pages, file
 
     def offer(self, cid: int, row: ChunkRow, file_row: FileRow) -> bool:
         """Take the next candidate if it makes a hit; False once no later candidate can."""
@@ -570,8 +589,21 @@ class _Picking:
         # Equal scores (duplicate texts in different files) are ordered by path, so the
         # order is the same in every index of the same notes, whatever the insertion order.
         raw, held, demoted = self.raw, self.held, self.demoted
-        return sorted(self.hits, key=lambda h: (not held.get(h.chunk_id, True), h.chunk_id in demoted,
-                                                -raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:self.asked.limit]
+        shown = sorted(self.hits, key=lambda h: (not held.get(h.chunk_id, True), h.chunk_id in demoted,
+                                                 -raw[h.chunk_id][0], -raw[h.chunk_id][1], h.path))[:self.asked.limit]
+        for hit in shown:
+            self._place_words(hit)
+        return shown
+
+    def _place_words(self, hit: SearchHit) -> None:
+        """Where a shown hit's words are densest: its preview starts there, and a book names that page first.
+        Only for the hits shown: picking may take many more (equal scores are ordered by path)."""
+        text, pages, file_row = self.texts.pop(hit.chunk_id)
+        passage = best_passage(matched_words(text, self.searched, self.languages)) if self.searched else None
+        hit.line = hit.start_line if passage is None else hit.start_line + text.count("\n", 0, passage[0])
+        hit.preview = _make_preview(text, self.terms, passage) or EMPTY_PREVIEW
+        hit.pages = pages_best_first(pages, file_row.page_starts, hit.line) if pages else pages
+        hit.page_labels = sources.page_labels_of(file_row.page_labels, hit.pages)
 
     def _judged(self, file_id: int, file_row: FileRow, fresh: tuple[bool, str | None]) -> tuple[bool, bool]:
         if file_id not in self.admitted:
@@ -585,10 +617,7 @@ class _Picking:
             text, start_line, end_line = current_lines(current_text, start_line, end_line, self.query)
         ranked, asked = self.ranked, self.asked
         part = ranked.fused[cid]
-        # The lines its words are densest in: the preview starts there and a book names their page first.
-        passage = best_passage(matched_words(text, self.searched, self.languages)) if self.searched else None
-        line = start_line if passage is None else start_line + text.count("\n", 0, passage[0])
-        pages = pages_best_first(row.pages, file_row.page_starts, line) if row.pages else row.pages
+        self.texts[cid] = (text, row.pages, file_row)  # its preview, line and pages once it is shown
         hit = SearchHit(
             path=file_row.path,
             score=round(part.score, 4),
@@ -596,13 +625,10 @@ class _Picking:
             keyword_score=None if part.keyword is None else round(part.keyword, 4),
             start_line=start_line,
             end_line=end_line,
-            preview=_make_preview(text, self.terms, passage) or EMPTY_PREVIEW,
+            preview="",
             stale=stale,
             heading_path=row.heading_path,
-            pages=pages,
-            page_labels=sources.page_labels_of(file_row.page_labels, pages),
             chunk_id=cid,
-            line=line,
             explain=explained(part, ranked.candidates, cid, row, asked.mode, asked.method, ranked.weight,
                              asked.weight),
         )

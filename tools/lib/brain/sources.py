@@ -716,6 +716,21 @@ def _bounded_events(block: str) -> Any:
             depth -= 1
 
 
+def _blank_frontmatter(text: str) -> tuple[str, str | None]:
+    """The text with its opening frontmatter replaced by blank lines (so line numbers hold), and that block's
+    YAML (None: the text opens with none)."""
+    if not text.startswith("---\n"):
+        return text, None
+    end = text.find("\n---", 3)
+    while end != -1 and text[end + 4 : end + 5] not in ("", "\n", " ", "\t"):
+        end = text.find("\n---", end + 4)
+    if end == -1:
+        return text, None
+    close = text.find("\n", end + 1)
+    close = len(text) if close == -1 else close
+    return "\n" * text[:close].count("\n") + text[close:], text[4 : end + 1]
+
+
 def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
     """Frontmatter parsed to a dict and replaced by blank lines (so line numbers hold).
 
@@ -724,18 +739,9 @@ def _split_frontmatter(text: str) -> tuple[str, dict[str, Any], list[str]]:
     """
     import yaml
 
-    if not text.startswith("---\n"):
+    body, block = _blank_frontmatter(text)
+    if block is None:
         return text, {}, []
-    end = text.find("\n---", 3)
-    while end != -1 and text[end + 4 : end + 5] not in ("", "\n", " ", "\t"):
-        end = text.find("\n---", end + 4)
-    if end == -1:
-        return text, {}, []
-    block = text[4 : end + 1]
-    close = text.find("\n", end + 1)
-    close = len(text) if close == -1 else close
-    blank = "\n" * text[: close].count("\n")
-    body = blank + text[close:]
     try:
         _check_frontmatter(block)
         data = yaml.load(block, Loader=yaml.SafeLoader)
@@ -1064,21 +1070,29 @@ def _extract_pdf(data: bytes) -> ExtractedText:
     return ExtractedText(text="\n".join(lines), metadata=meta, page_starts=page_starts, page_labels=labels)
 
 
-def extract_bytes(name: str, data: bytes) -> ExtractedText:
-    """Text, metadata and page map of a file's bytes; raises ExtractionError with the reason."""
+def extract_bytes(name: str, data: bytes, *, metadata: bool = True, links: bool = False) -> ExtractedText:
+    """Text, metadata and page map of a file's bytes; raises ExtractionError with the reason.
+
+    `metadata` False: the text and page map alone, as readers (search, grep, get, ask) need them, without
+    parsing the frontmatter or finding the title. `links`: also the note's outgoing links (the indexer's).
+    """
     lower = name.lower()
     if lower.endswith(".pdf"):
         extracted = _extract_pdf(data)
     else:
         text = _normalise_newlines(decode_text(data))
         if lower.endswith(MARKDOWN_EXTENSIONS):
-            body, meta, warnings = _split_frontmatter(text)
-            # Links from the text as written: frontmatter values can name notes too.
-            extracted = ExtractedText(text=body, metadata=meta, warnings=warnings,
-                                      links=extract_links(text.replace("\0", "")))
+            if metadata:
+                body, meta, warnings = _split_frontmatter(text)
+                extracted = ExtractedText(text=body, metadata=meta, warnings=warnings)
+            else:
+                extracted = ExtractedText(text=_blank_frontmatter(text)[0])
+            if links:  # from the text as written: frontmatter values can name notes too
+                extracted.links = extract_links(text.replace("\0", ""))
         else:
             extracted = ExtractedText(text=text)
-    extracted.title = note_title(name, extracted.text, extracted.metadata)
+    if metadata:
+        extracted.title = note_title(name, extracted.text, extracted.metadata)
     return _without_nul(extracted)
 
 

@@ -151,7 +151,7 @@ class TextReader:
                 return FileText(row.path, kept.text, kept.page_starts, digest != row.hash, kept.page_labels)
         try:
             # the link's name decides the type, as at index time
-            extracted = sources.extract_bytes(Path(row.path).name, data)
+            extracted = sources.extract_bytes(Path(row.path).name, data, metadata=False)
         except sources.ExtractionError as exc:
             raise TextUnavailable(str(exc)) from None
         if is_pdf:
