@@ -225,8 +225,8 @@ def related_notes(store: Index, reader: TextReader, raw: str, limit: int = 10,
     their = store.chunks_by_id(near)
     per_file: dict[int, tuple[float, int, int]] = {}  # file id → (cosine, their chunk, our chunk)
     for other_id, (cosine, ours) in near.items():
-        other = their.get(other_id)
-        if other is None or other.file_id == row.id:
+        other = their.get(other_id)  # never one of this note's: `near` left them out
+        if other is None:
             continue
         if other.file_id not in per_file or cosine > per_file[other.file_id][0]:
             per_file[other.file_id] = (cosine, other_id, ours)

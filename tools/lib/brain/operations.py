@@ -72,6 +72,7 @@ class Operation:
 
 
 _NOTE_PATH = "The note's path relative to the notes folder, as search results give it."
+_NOTE = Param("path", "str", _NOTE_PATH, required=True, metavar="PATH")  # get, links and related read one note
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -165,7 +166,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "inside the notes folder can be read."
         ),
         params=(
-            Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),
+            _NOTE,
             Param("offset", "int", "First byte to return (UTF-8 offset into the note's text; grep gives them).",
                   default=0, minimum=0, metavar="N"),
             Param("length", "int", f"Bytes to return (default: to the end of the text, at most {MAX_READ_BYTES:,}).",
@@ -194,7 +195,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "the linking note's own folder first, then the shortest path). A link that names no indexed note is "
             "listed as broken; none is ever followed outside the notes folder."
         ),
-        params=(Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),),
+        params=(_NOTE,),
         examples=("brain links projects/alpha/index.md", "brain links diary/2026-03-02.md --json"),
         mcp_tool="memory_links",
         http=("GET", "/links"),
@@ -211,7 +212,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "exclude_linked leaves them out."
         ),
         params=(
-            Param("path", "str", _NOTE_PATH, required=True, metavar="PATH"),
+            _NOTE,
             Param("limit", "int", "How many notes to return.", default=10, minimum=1, maximum=MAX_SEARCH_LIMIT,
                   flags=("-k", "--limit"), metavar="N"),
             Param("exclude_linked", "bool", "Leave out the notes it links to and that link to it.", default=False),

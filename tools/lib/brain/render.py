@@ -409,7 +409,7 @@ def status_text(report: Any) -> str:
     if report.unreadable:
         lines.append(f"unreadable  {len(report.unreadable)}  (cannot be indexed; not counted)")
         lines += [f"  {shown(item['path'])}: {shown(item['reason'])}" for item in report.unreadable[:20]]
-    broken = getattr(report, "broken_links", [])
+    broken = report.broken_links
     if broken:
         lines.append(f"links       {len(broken)} broken  (naming no indexed note; `brain links PATH` shows a note's)")
         lines += [f"  {shown(item['path'])}:{item['line']}: {shown(item['target'])}"
