@@ -51,6 +51,17 @@ OUTLIER_VECTOR_RANK = 20
 FIELD_MATCH_FIELDS = ("title", "meta")
 FIELD_MATCH_POWER = 2.5
 
+# The bundled model scores a passage higher when it is in the query's language, whatever it says:
+# an English question over Italian notes meets the folder's few English notes first. Each
+# language's chunks are moved by LANGUAGE_CENTRE_SHARE of the gap between the query's mean cosine
+# with them and its mean cosine with every chunk of the centred languages, so a language's notes
+# rank among themselves as before. A share, not all of it: where a note has a translation in the
+# other language (obsidian-help), the question's own language is a fair hint of which one is
+# meant. Only languages with LANGUAGE_CENTRE_MIN_CHUNKS chunks or more count (a mean of a few is
+# noise), and only when two do (docs/decisions/49-language-centring.md: 0.5 against 1).
+LANGUAGE_CENTRE_SHARE = 0.5
+LANGUAGE_CENTRE_MIN_CHUNKS = 20
+
 _FORMULAS = {
     "linear": "w × cosine + (1 − w) × bm25 / best bm25",
     "minmax": "w × minmax(cosine) + (1 − w) × minmax(bm25), min and max over the candidates",
@@ -267,3 +278,39 @@ def explained(
         },
         "chunk": {"id": cid, "lines": [row.start_line, row.end_line], "heading": row.heading_path},
     }
+
+
+@dataclass
+class LanguageCentres:
+    """Each centred language's mean vector and the chunks (rows of the matrix) written in it."""
+
+    centres: Any  # (languages × dimension) float32: the mean vector of each language's chunks
+    weights: Any  # each language's share of the centred chunks
+    rows: Any  # per matrix row: the index of its language in `centres`, -1 when not centred
+
+    @classmethod
+    def of(cls, file_ids: Any, matrix: Any, language_of: dict[int, str]) -> LanguageCentres | None:
+        """The centres of a vector matrix whose rows belong to `file_ids`; None when fewer than two languages
+        have LANGUAGE_CENTRE_MIN_CHUNKS chunks (a one-language folder, every BEIR collection: nothing moves)."""
+        import numpy as np
+
+        languages = np.array([language_of.get(int(fid), "") for fid in file_ids], dtype=object)
+        kept = [lang for lang in sorted(set(languages.tolist()) - {""})
+                if int((languages == lang).sum()) >= LANGUAGE_CENTRE_MIN_CHUNKS]
+        if len(kept) < 2:
+            return None
+        rows = np.full(len(file_ids), -1, dtype=np.int64)
+        for index, lang in enumerate(kept):
+            rows[languages == lang] = index
+        centres = np.stack([matrix[rows == index].mean(axis=0) for index in range(len(kept))]).astype(np.float32)
+        counts = np.array([(rows == index).sum() for index in range(len(kept))], dtype=np.float64)
+        return cls(centres, counts / counts.sum(), rows)
+
+    def shifts(self, query: Any) -> Any:
+        """Per matrix row, what its cosine with `query` moves by (0 for a row of no centred language)."""
+        import numpy as np
+
+        means = self.centres @ query  # the query's mean cosine with each language's chunks
+        overall = float(means @ self.weights)  # and with every centred chunk
+        per_language = (LANGUAGE_CENTRE_SHARE * (overall - means)).astype(np.float32)
+        return np.where(self.rows >= 0, per_language[np.maximum(self.rows, 0)], np.float32(0.0))

@@ -25,7 +25,8 @@ from .errors import BrainError
 from . import operators, sources, spelling, understanding
 from .excerpt import fold, line_span, relevant_excerpt
 from .fusion import (
-    FIELD_MATCH_FIELDS, OUTLIER_Z, Candidates, Fused, effective_weight, explained, fuse, is_weak, normaliser,
+    FIELD_MATCH_FIELDS, OUTLIER_Z, Candidates, Fused, LanguageCentres, effective_weight, explained, fuse, is_weak,
+    normaliser,
 )
 from .operators import Filter, Operators, parse_filter
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
@@ -658,6 +659,7 @@ class Searcher:
         # The last vector half made from the held matrix: a query that names a kind gathers its candidates twice
         # (the keyword half without the kind's words, decision 46), and the vector half reads the same query.
         self._last_vector_half: tuple[Any, ...] | None = None
+        self._centres: LanguageCentres | None = None  # of the held matrix's languages (fusion.LanguageCentres)
 
     @property
     def store(self) -> Index:
@@ -670,7 +672,7 @@ class Searcher:
         if self._store is not None:
             self._store.close()
             self._store = None
-            self._vectors = self._last_vector_half = None
+            self._vectors = self._last_vector_half = self._centres = None
             self._version = None
         if self._executor is not None:
             self._executor.shutdown()
@@ -686,7 +688,7 @@ class Searcher:
         if self._store is not None and self._store.replaced():
             self._store.close()
             self._store = None
-            self._vectors = self._last_vector_half = None
+            self._vectors = self._last_vector_half = self._centres = None
             self._version = None
 
     def _check_identity(self, store: Index) -> None:
@@ -719,8 +721,11 @@ class Searcher:
         version = self.store.data_version()
         if version != self._version:
             # A store past its HNSW threshold (PostgreSQL) answers nearest-vector queries: no matrix is held.
-            self._vectors = self._last_vector_half = None  # the old matrix goes before the new one is read
+            self._vectors = self._last_vector_half = self._centres = None  # the old matrix goes before the new one
             self._vectors = None if self.store.searches_vectors() else self.store.vector_matrix(self.embedder.dimension)
+            if self._vectors is not None:
+                language_of = {row.id: row.language for row in self.store.all_files().values()}
+                self._centres = LanguageCentres.of(self._vectors[1], self._vectors[2], language_of)
             self._version = version
         return self._vectors
 
@@ -1203,6 +1208,8 @@ class Searcher:
             qvec = self.embedder.encode_query(query)
             with one_blas_thread():
                 sims = matrix @ qvec
+            if self._centres is not None:  # each language's chunks moved toward the others' (LANGUAGE_CENTRE_SHARE)
+                sims = sims + self._centres.shifts(qvec)
             if allowed is not None:
                 sims = np.where(np.isin(file_ids, np.fromiter(allowed, dtype=np.int64)), sims, -np.inf)
             top = min(pool, len(ids))
