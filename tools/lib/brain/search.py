@@ -723,7 +723,7 @@ class Searcher:
             # A store past its HNSW threshold (PostgreSQL) answers nearest-vector queries: no matrix is held.
             self._vectors = self._last_vector_half = self._centres = None  # the old matrix goes before the new one
             self._vectors = None if self.store.searches_vectors() else self.store.vector_matrix(self.embedder.dimension)
-            if self._vectors is not None:
+            if self._vectors is not None and len(self.store.languages() or []) > 1:  # one language: nothing moves
                 language_of = {row.id: row.language for row in self.store.all_files().values()}
                 self._centres = LanguageCentres.of(self._vectors[1], self._vectors[2], language_of)
             self._version = version
