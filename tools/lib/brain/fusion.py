@@ -295,15 +295,15 @@ class LanguageCentres:
         import numpy as np
 
         languages = np.array([language_of.get(int(fid), "") for fid in file_ids], dtype=object)
-        kept = [lang for lang in sorted(set(languages.tolist()) - {""})
-                if int((languages == lang).sum()) >= LANGUAGE_CENTRE_MIN_CHUNKS]
+        chunks_of = {lang: languages == lang for lang in sorted(set(languages.tolist()) - {""})}
+        kept = [mask for mask in chunks_of.values() if int(mask.sum()) >= LANGUAGE_CENTRE_MIN_CHUNKS]
         if len(kept) < 2:
             return None
         rows = np.full(len(file_ids), -1, dtype=np.int64)
-        for index, lang in enumerate(kept):
-            rows[languages == lang] = index
-        centres = np.stack([matrix[rows == index].mean(axis=0) for index in range(len(kept))]).astype(np.float32)
-        counts = np.array([(rows == index).sum() for index in range(len(kept))], dtype=np.float64)
+        for index, mask in enumerate(kept):
+            rows[mask] = index
+        centres = np.stack([matrix[mask].mean(axis=0) for mask in kept]).astype(np.float32)
+        counts = np.array([mask.sum() for mask in kept], dtype=np.float64)
         return cls(centres, counts / counts.sum(), rows)
 
     def shifts(self, query: Any) -> Any:
@@ -313,4 +313,4 @@ class LanguageCentres:
         means = self.centres @ query  # the query's mean cosine with each language's chunks
         overall = float(means @ self.weights)  # and with every centred chunk
         per_language = (LANGUAGE_CENTRE_SHARE * (overall - means)).astype(np.float32)
-        return np.where(self.rows >= 0, per_language[np.maximum(self.rows, 0)], np.float32(0.0))
+        return np.append(per_language, np.float32(0.0))[self.rows]  # row -1 (no centred language) reads the 0
