@@ -183,3 +183,47 @@ def test_fold_lowers_and_strips_accents_like_its_character_rule() -> None:
     for _ in range(500):  # the table fast path and the per-character rule agree everywhere
         text = "".join(rnd.choice(alphabet) for _ in range(20))
         assert fold(text) == "".join(_fold_char(ch) for ch in text)
+
+
+def _passage(text: str, line: str) -> tuple[int, int]:
+    start = text.index(line)
+    return start, start + len(line)
+
+
+def test_a_second_passage_apart_gets_a_window_of_its_own() -> None:
+    """Books issue: the answer was in the file's second-best chunk, and the excerpt showed the first only."""
+    first = "the pool_mode setting of pgbouncer is described here\n"
+    second = "pgbouncer answers with pool_mode transaction by default\n"
+    text = filler(20, 31) + first + filler(300, 32) + second + filler(300, 33)
+    query = "pgbouncer pool_mode"
+    one = relevant_excerpt(text, query, budget=2000, around=_passage(text, first))
+    assert first.strip() in one.text and second.strip() not in one.text
+    both = relevant_excerpt(text, query, budget=2000, around=_passage(text, first), also=[_passage(text, second)])
+    assert first.strip() in both.text and second.strip() in both.text
+    assert len(both.text) <= 2000 and both.text.count(SEPARATOR) == 1
+    assert [text[a:b] for a, b in both.spans] == both.text.removesuffix(TRUNCATED).split(SEPARATOR)
+    assert both.spans[0][0] > 0  # two windows in 2,000 characters leave no room for the head
+    # A budget with room for the head and two windows of a chunk's length keeps the head.
+    large = relevant_excerpt(text, query, budget=8000, around=_passage(text, first), also=[_passage(text, second)])
+    assert large.spans[0][0] == 0 and second.strip() in large.text and first.strip() in large.text
+
+
+def test_passages_that_overlap_the_first_make_one_window() -> None:
+    first = "the pool_mode setting of pgbouncer is described here\n"
+    text = filler(20, 34) + first + filler(400, 35)
+    start, end = _passage(text, first)
+    alone = relevant_excerpt(text, "pgbouncer pool_mode", budget=2000, around=(start, end))
+    overlapping = relevant_excerpt(text, "pgbouncer pool_mode", budget=2000, around=(start, end),
+                                   also=[(start - 300, end + 300), (end + 50, end + 400)])
+    assert overlapping == alone
+
+
+def test_a_word_that_only_starts_like_a_query_word_is_not_it() -> None:
+    """Books issue: "defaultdict" counted as "default", and the excerpt went to the wrong page."""
+    decoy = "defaultdict defaultdict defaultdict makes missing keys\n"
+    answer = "the default value of a parameter is evaluated once\n"
+    text = filler(20, 36) + decoy + filler(300, 37) + answer + filler(300, 38)
+    query = "default value"
+    assert "defaultdict" in window_of(relevant_excerpt(text, query, budget=1200))  # by prefix, the decoy wins
+    whole = relevant_excerpt(text, query, budget=1200, same_word=lambda word: word.lower() in {"default", "value"})
+    assert answer.strip() in window_of(whole) and "defaultdict" not in whole.text

@@ -430,3 +430,46 @@ def test_grep_reads_the_files_as_they_are_now(tmp_path: Path) -> None:
     changed = brain.grep("guida rapida")
     assert [(m.path, m.line, m.page) for m in changed.matches] == [("scan.pdf", 1, 1)]
     assert brain.get_file("scan.pdf", length=None).stale is True
+
+
+# ---------------------------------------------------------------- the file's best passages
+
+
+def _two_topic_book() -> str:
+    """A long note whose two matches for the question are far apart: the chunk that ranks second holds the
+    answer's other half."""
+    lorem = "".join(f"Paragrafo {n} di riempimento sul catalogo dei ricambi e sulle consegne.\n" for n in range(60))
+    return (
+        "# Manuale del magazzino\n\n" + lorem
+        + "Il defaultdict del modulo inventario crea da solo le voci mancanti degli scaffali.\n" + lorem
+        + "## Scaffali\n\nGli scaffali del magazzino nord si inventariano ogni lunedi con il lettore ottico.\n"
+        + lorem + "Gli scaffali del magazzino sud si inventariano il giovedi, a mano, su carta.\n" + lorem
+    )
+
+
+def test_a_long_note_excerpt_shows_its_best_passages_and_ask_sends_them(tmp_path: Path) -> None:
+    from brain import Brain
+
+    write(tmp_path, {"magazzino.md": _two_topic_book()})
+    brain = Brain(tmp_path)
+    brain.index()
+    response = brain.search("inventario degli scaffali", excerpt_chars=2000)
+    hit = response.results[0]
+    assert hit.path == "magazzino.md" and hit.passages, hit
+    assert "passages" not in hit.to_dict(excerpts=True)  # internal: the JSON keeps its shape
+    assert hit.excerpt is not None and len(hit.excerpt) <= 2000
+    assert "lunedi con il lettore ottico" in hit.excerpt and "giovedi, a mano" in hit.excerpt
+    prompt = brain.ask("inventario degli scaffali", show_prompt=True, budget=2000)
+    text = "\n".join(m["content"] for m in prompt.messages)
+    assert "lunedi con il lettore ottico" in text and "giovedi, a mano" in text
+
+
+def test_an_excerpt_matches_whole_words_as_the_index_stems_them() -> None:
+    """What search hands the excerpt: a word of the text is a query word when one of the index's stemmers agrees."""
+    from brain.search import same_word_test
+    from brain.stemming import stemmer
+
+    english, italian = stemmer("english"), stemmer("italian")
+    same = same_word_test({english("default"), italian("scaffali")}, ["english", "italian"])
+    assert same("default") and same("defaults") and same("Scaffale")
+    assert not same("defaultdict") and not same("scaffalature")

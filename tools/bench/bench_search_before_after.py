@@ -15,6 +15,9 @@ everything here alternates:
   (hybrid) with each version, alternating, for the first `--cli-runs` queries,
   from compiled bytecode as an installed copy runs (the compiling run untimed).
 
+`--excerpt-chars N` makes every search of both kinds ask for excerpts of N characters (what
+`/memory-search` and `ask` read), so their cost is in the figures.
+
     python tools/bench/bench_search_before_after.py --root NOTES --queries judged.jsonl \\
         --lib before=OLD/tools/lib --lib after=tools/lib [--database INDEX]
 
@@ -99,16 +102,16 @@ def warm_toggle(root: Path, queries: list[str], rounds: int, toggle: str) -> dic
     return out
 
 
-def warm_child(root: Path, queries: list[str]) -> list[float]:
+def warm_child(root: Path, queries: list[str], excerpt_chars: int | None) -> list[float]:
     """This process's version of brain: every query once, warm, in ms."""
     from brain import Brain
 
     brain = Brain(root)
-    brain.search(queries[0], mode="hybrid", limit=10)
+    brain.search(queries[0], mode="hybrid", limit=10, excerpt_chars=excerpt_chars)
     times = []
     for query in queries:
         started = time.perf_counter()
-        brain.search(query, mode="hybrid", limit=10)
+        brain.search(query, mode="hybrid", limit=10, excerpt_chars=excerpt_chars)
         times.append((time.perf_counter() - started) * 1000)
     return times
 
@@ -127,6 +130,7 @@ def main() -> None:
                         help="the rule the warm one-process runs turn on and off (decisions 40 and 16)")
     parser.add_argument("--rounds", type=int, default=3, help="turns each version takes at the warm queries")
     parser.add_argument("--cli-runs", type=int, default=20)
+    parser.add_argument("--excerpt-chars", type=int, help="every search also asks for excerpts of this size")
     parser.add_argument("--child", choices=("toggle", "warm"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     queries = read_queries(args.queries, args.limit)
@@ -135,7 +139,7 @@ def main() -> None:
         print(json.dumps(warm_toggle(root, queries, args.rounds, args.toggle)))
         return
     if args.child == "warm":
-        print(json.dumps(warm_child(root, queries)))
+        print(json.dumps(warm_child(root, queries, args.excerpt_chars)))
         return
 
     work = Path(tempfile.mkdtemp(prefix="brain-bench-versions-"))
@@ -172,6 +176,8 @@ def compare(args: argparse.Namespace, queries: list[str], root: Path, libs: list
     if args.limit:
         tail += ["--limit", str(args.limit)]
     tail += ["--rounds", str(args.rounds), "--toggle", args.toggle]
+    excerpt = ["--excerpt-chars", str(args.excerpt_chars)] if args.excerpt_chars else []
+    tail += excerpt
 
     def child(mode: str, lib: str) -> object:
         me = [sys.executable, str(Path(__file__).resolve()), "--root", str(roots.get(lib, root)), *tail]
@@ -202,7 +208,8 @@ def compare(args: argparse.Namespace, queries: list[str], root: Path, libs: list
             warm[name] += child("warm", lib)
     def search_once(query: str, lib: str) -> float:
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "brain", "--root", str(roots.get(lib, root)), "search", query],
+        out = subprocess.run([sys.executable, "-m", "brain", "--root", str(roots.get(lib, root)), "search", query,
+                              *excerpt],
                              env=dict(env, PYTHONPATH=lib), capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"{lib}: brain search {query!r} failed: {out.stderr.strip()}")

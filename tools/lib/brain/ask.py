@@ -19,8 +19,8 @@ from typing import Any
 
 from .config import Settings
 from .errors import BrainError
-from .excerpt import SEPARATOR, TRUNCATED, Excerpt, line_span, relevant_excerpt
-from .search import SearchResponse, check_query_length
+from .excerpt import SEPARATOR, TRUNCATED, Excerpt, relevant_excerpt
+from .search import SearchResponse, check_query_length, excerpt_passages, same_word_test
 from .sources import page_labels_of
 from .texts import FileText, TextReader, TextUnavailable, labelled_pages
 
@@ -188,6 +188,7 @@ def gather_sources(
     """Each found file read from disk and cut to `budget` characters around the question."""
     found: list[AskSource] = []
     skipped: list[dict[str, str]] = []
+    same_word = same_word_test(response.searched_forms, response.languages)
     for hit in response.results:
         row = reader.store.get_file(hit.path)
         if row is None:
@@ -197,9 +198,9 @@ def gather_sources(
         except TextUnavailable as exc:
             skipped.append({"path": hit.path, "reason": str(exc)})
             continue
-        # Around the lines that made it rank (its best chunk), as search's excerpts are.
-        around = line_span(document.text, hit.start_line, hit.end_line)
-        cut = relevant_excerpt(document.text, question, budget, around=around)
+        # Around the lines that made it rank (its best chunks), as search's excerpts are.
+        cut = relevant_excerpt(document.text, question, budget, **excerpt_passages(document.text, hit),
+                               same_word=same_word)
         found.append(
             AskSource(
                 path=document.path,

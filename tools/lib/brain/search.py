@@ -23,7 +23,7 @@ from .config import FUSION_METHODS, SEARCH_MODES, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import operators, sources, spelling, understanding
-from .excerpt import fold, line_span, relevant_excerpt
+from .excerpt import fold, line_span, line_spans, relevant_excerpt
 from .fusion import (
     FIELD_MATCH_FIELDS, OUTLIER_Z, Candidates, Fused, LanguageCentres, effective_weight, explained, fuse, is_weak,
     normaliser,
@@ -42,6 +42,7 @@ PREVIEW_CHARS = 240
 # previews' worth, so the preview can start at the line that holds a query word.
 PREVIEW_WINDOW_CHARS = 4 * PREVIEW_CHARS
 EMPTY_PREVIEW = "(no text now)"  # a changed file that is now empty or only frontmatter
+PASSAGE_CANDIDATES = 4  # a hit's next-best chunks kept for its excerpt, which shows those apart from its own
 
 
 @dataclass
@@ -70,12 +71,15 @@ class SearchHit:
     excerpt: str | None = None
     content_len: int | None = None
     satisfies: int | None = None  # how many of the understood constraints its note satisfies (None: none understood)
+    # Line spans of its file's next-best chunks, best first (not in the JSON): the excerpt and `ask` show them too.
+    passages: list[tuple[int, int]] = field(default_factory=list, repr=False)
     # The score as a share of the best result's, both measured above the average candidate (0-1): what a person
     # reads, whatever the mode or fusion. 1.0 when nothing can be compared (one candidate, or all alike).
     relevance: float = 1.0
 
     def to_dict(self, explain: bool = False, excerpts: bool = False) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("passages")
         if not explain:
             data.pop("explain")
         if self.satisfies is None:  # only when something was understood: the JSON keeps its shape
@@ -287,20 +291,36 @@ def query_terms(query: str) -> list[str]:
 def matched_words(text: str, forms: dict[str, str] | set[str], languages: Sequence[str]) -> list[tuple[int, int, str]]:
     """Where in `text` the searched words are, whole words only: (start, end, form) of each word whose stem in one
     of `languages` is among `forms` (Searcher._searched_forms: the same Snowball stems the keyword fields hold)."""
-    stems, known = _word_forms(tuple(languages))
+    forms_of = _forms_of_words(tuple(languages))
     found = []
     for token in _TOKEN.finditer(text):
-        word = token.group()
+        for form in forms_of(token.group()):
+            if form in forms:
+                found.append((token.start(), token.end(), form))
+                break
+    return found
+
+
+def same_word_test(forms: dict[str, str] | set[str], languages: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a word is one of the searched words (its stem in one of `languages` among `forms`): what an excerpt
+    matches words by, so "defaultdict" is not taken for "default"."""
+    forms_of = _forms_of_words(tuple(languages))
+    return lambda word: any(form in forms for form in forms_of(word))
+
+
+def _forms_of_words(languages: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """A word → its folded stem in each of `languages` (the word folded when there are none), kept across queries."""
+    stems, known = _word_forms(languages)
+
+    def forms_of(word: str) -> tuple[str, ...]:
         word_forms = known.get(word)
         if word_forms is None:
             if len(known) >= MAX_KNOWN_WORDS:
                 known.clear()
             word_forms = known[word] = tuple(fold(stem(word)) for stem in stems) or (fold(word),)
-        for form in word_forms:
-            if form in forms:
-                found.append((token.start(), token.end(), form))
-                break
-    return found
+        return word_forms
+
+    return forms_of
 
 
 MAX_KNOWN_WORDS = 100_000  # words whose stems matched_words keeps between queries (notes repeat their vocabulary)
@@ -790,7 +810,8 @@ class Searcher:
             documents = _documents(reader, response.results)
             _add_offsets(documents, response.results)
             if excerpt_chars is not None:
-                _add_excerpts(documents, response, excerpt_chars, text)
+                _add_excerpts(documents, response, excerpt_chars, text,
+                              same_word_test(response.searched_forms, profile.languages))
             response.seconds = time.monotonic() - started
             return response
 
@@ -893,6 +914,8 @@ class Searcher:
         # text scores far below one that repeats it (17 relevant results of agency's top 10 fell under 0.1).
         cutoff = 0.0 if no_cutoff or asked.mode == "bm25" else self.settings["search.cutoff"]
         shown = rate_relevance(hits, ranked.fused, cutoff, picking.held if ops.phrases else {})
+        if not chunks:
+            self._add_passages(shown, ranked.place)
         candidates, corrections, understood = ranked.candidates, ranked.corrections, ranked.understood
         if candidates.use_keyword and shown:
             self._explain_fields(shown, searched_forms)
@@ -910,6 +933,23 @@ class Searcher:
                               self._unmatched_filter(paths, filters),
                               searched_forms=searched_forms, languages=profile.languages,
                               cut_off=len(hits) - len(shown), cutoff=cutoff)
+
+    def _add_passages(self, hits: list[SearchHit], place: dict[int, tuple[int, float]]) -> None:
+        """Give each hit the line spans of its file's next-best candidate chunks (a few more than an excerpt shows:
+        those that overlap its own are left out there), best first. Not for a changed file: its lines moved."""
+        wanted = [hit for hit in hits if not hit.stale]
+        if not wanted:
+            return
+        file_of = self._files_of(list(place))
+        own = {file_of[hit.chunk_id]: hit for hit in wanted if hit.chunk_id in file_of}
+        others: dict[int, list[int]] = {}
+        for cid in sorted(place, key=lambda c: (-place[c][0], -place[c][1], c)):
+            fid = file_of.get(cid, -1)
+            if fid in own and cid != own[fid].chunk_id and len(others.setdefault(fid, [])) < PASSAGE_CANDIDATES:
+                others[fid].append(cid)
+        rows = self.store.chunks_by_id([cid for ids in others.values() for cid in ids])
+        for fid, ids in others.items():
+            own[fid].passages = [(rows[cid].start_line, rows[cid].end_line) for cid in ids if cid in rows]
 
     def index_facts(self) -> understanding.IndexFacts:
         """The folders, frontmatter values and dates of every indexed file, read again only after a write."""
@@ -966,11 +1006,11 @@ class Searcher:
 
     def _files_of(self, chunk_ids: list[int]) -> dict[int, int]:
         """Chunk id → file id, from the vectors held in memory where they are (no text read), else the store."""
-        import numpy as np
-
         out: dict[int, int] = {}
         vectors = self._vectors if self._version == self.store.data_version() else None
         if vectors is not None and len(vectors[0]):
+            import numpy as np  # held vectors: numpy is loaded already (keyword search never loads it)
+
             ids, file_ids = vectors[0], vectors[1]
             wanted = np.array(chunk_ids, dtype=np.int64)
             rows = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)  # ids are sorted (vector_matrix)
@@ -1369,14 +1409,21 @@ def _add_offsets(documents: dict[str, FileText | None], hits: list[SearchHit]) -
             hit.offset = len(document.text[:start].encode("utf-8", "surrogatepass"))
 
 
-def _add_excerpts(documents: dict[str, FileText | None], response: SearchResponse, chars: int, query: str) -> None:
+def _add_excerpts(documents: dict[str, FileText | None], response: SearchResponse, chars: int, query: str,
+                  same_word: Callable[[str], bool]) -> None:
     """Give every hit the relevant excerpt (about `chars` characters, checked by `search`) of its file as it
     is now, and its length."""
     response.excerpt_chars = chars
     for hit in response.results:
         document = documents.get(hit.path)
         if document is not None:
-            # Around the lines that made it rank (its best chunk, as it is now).
-            around = line_span(document.text, hit.start_line, hit.end_line)
-            hit.excerpt = relevant_excerpt(document.text, query, chars, around=around).text
+            hit.excerpt = relevant_excerpt(document.text, query, chars, **excerpt_passages(document.text, hit),
+                                           same_word=same_word).text
             hit.content_len = len(document.text)
+
+
+def excerpt_passages(text: str, hit: SearchHit) -> dict[str, Any]:
+    """The passages of `text` that made `hit` rank, as relevant_excerpt takes them: its best chunk (`around`), and its
+    file's next-best chunks (`also`)."""
+    around, *also = line_spans(text, [(hit.start_line, hit.end_line), *hit.passages])
+    return {"around": around, "also": also}
