@@ -143,3 +143,57 @@ def test_a_foreign_outlier_counts_as_outlier_z_at_most_unless_the_meaning_agrees
 ])
 def test_a_query_states_its_language_only_by_its_function_words(text: str, language: str | None) -> None:
     assert stated_language(text) == language
+
+
+def test_the_vector_halfs_first_note_without_a_query_word_is_kept_second() -> None:
+    """fusion.meaning_first: the note only the vector half can see moves up to MEANING_FIRST_PLACE, no further."""
+    from brain.fusion import MEANING_FIRST_PLACE, meaning_first
+
+    ids = [1, 2, 3, 4]
+    # files 10, 20, 30 share a word with the query; file 40 shares none, but is the nearest in meaning
+    cand = Candidates(use_keyword=True, use_vector=True, ids=ids, keyword={1: 9.0, 2: 8.0, 3: 7.0, 4: 0.0},
+                      cosine={1: 0.81, 2: 0.80, 3: 0.79, 4: 0.84})
+    file_of = {1: 10, 2: 20, 3: 30, 4: 40}
+    place = {1: (0, 3.0), 2: (0, 2.0), 3: (0, 1.5), 4: (0, 1.0)}
+    assert MEANING_FIRST_PLACE == 2
+    assert meaning_first(cand, place, file_of, set()) == (4, (0, 2.5))  # between the first and the second
+    # Already first or second: nothing moves.
+    assert meaning_first(cand, {**place, 4: (0, 2.1)}, file_of, set()) is None
+    # A query word in it: the keyword half saw it, and fusion's order stands.
+    assert meaning_first(Candidates(use_keyword=True, use_vector=True, ids=ids, keyword={**cand.keyword, 4: 0.5},
+                                    cosine=cand.cosine), place, file_of, set()) is None
+    # It satisfies less of what the query names than the notes above it: it stays below them.
+    assert meaning_first(cand, {1: (1, 3.0), 2: (1, 2.0), 3: (1, 1.5), 4: (0, 1.0)}, file_of, set()) is None
+    # A file shown by its thing's main note is not moved; one mode alone has nothing to guard.
+    assert meaning_first(cand, place, file_of, {40}) is None
+    assert meaning_first(Candidates(use_keyword=False, use_vector=True, ids=ids, cosine=cand.cosine),
+                         place, file_of, set()) is None
+
+
+@pytest.mark.slow
+def test_an_english_question_finds_the_italian_note_second_not_sixth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/agency: "do we ship wine to Switzerland" meets three notes that say "wine"; the Italian note
+    on shipping says none of its words and was sixth, though the vector half ranks it first."""
+    import shutil
+
+    from brain import search
+
+    agency = Path(__file__).resolve().parents[1] / "examples" / "agency"
+    shutil.copytree(agency, tmp_path / "agency")
+    brain = Brain(tmp_path / "agency")
+    brain.index()
+    query, answer = "do we ship wine to Switzerland", "projects/cantina-monteverde/spedizioni.md"
+    assert brain.search(query, mode="vector", limit=1).results[0].path == answer
+    with monkeypatch.context() as without:
+        without.setattr(search, "meaning_first", lambda *args: None)
+        before = [hit.path for hit in Brain(tmp_path / "agency").search(query, limit=10).results]
+    assert before.index(answer) > 1, before
+    found = brain.search(query, limit=10, explain=True)
+    paths = [hit.path for hit in found.results]
+    assert paths.index(answer) == 1, paths
+    hit = found.results[1]
+    assert hit.explain is not None and hit.explain["kept"] == 2
+    assert found.results[0].score >= hit.score >= found.results[2].score  # its score sits between them
+    assert [p for p in paths if p != answer] == [p for p in before if p != answer][: len(paths) - 1]

@@ -125,6 +125,9 @@ def _explain_lines(hit: Any) -> list[str]:
         if kw.get("fields"):
             matched = "; ".join(f"{name}: {', '.join(words)}" for name, words in kw["fields"].items())
             lines.append(f"        keyword fields matched: {matched}")
+    if e.get("kept"):
+        lines.append(f"        kept at place {e['kept']}: the vector half's first, though it holds no query word "
+                     "(its score set between the results around it)")
     chunk = e.get("chunk", {})
     lines.append(f"        chunk #{chunk.get('id')} lines {hit.start_line}-{hit.end_line} {hit.heading_path}".rstrip())
     return lines

@@ -25,8 +25,8 @@ from .errors import BrainError
 from . import operators, sources, spelling, understanding
 from .excerpt import fold, line_span, line_spans, relevant_excerpt
 from .fusion import (
-    FIELD_MATCH_FIELDS, OUTLIER_Z, Candidates, Fused, LanguageCentres, effective_weight, explained, fuse, is_weak,
-    normaliser,
+    FIELD_MATCH_FIELDS, MEANING_FIRST_PLACE, OUTLIER_Z, Candidates, Fused, LanguageCentres, effective_weight,
+    explained, fuse, is_weak, meaning_first, normaliser,
 )
 from .operators import Filter, Operators, parse_filter
 from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
@@ -531,6 +531,7 @@ class _Ranked:
     understood: understanding.Understood
     place: dict[int, tuple[int, float]]
     hidden: set[int]  # files shown by their thing's main note instead
+    kept: int | None = None  # the vector half's first chunk, moved up to fusion.MEANING_FIRST_PLACE
 
 
 class _Picking:
@@ -655,6 +656,8 @@ class _Picking:
         )
         if ranked.understood:
             hit.satisfies = ranked.place[cid][0]
+        if cid == ranked.kept and hit.explain is not None:
+            hit.explain["kept"] = MEANING_FIRST_PLACE  # the vector half's first, which holds no query word
         self.hits.append(hit)
         self.raw[cid] = ranked.place[cid]
 
@@ -868,8 +871,15 @@ class Searcher:
         # Each chunk's place: (constraints its note satisfies, score); a note that satisfies
         # nothing keeps its place below those that do.
         place, hidden = self._places(fused, understood, chunks)
+        kept = None
+        if asked.mode == "hybrid" and not chunks and not understood:
+            # (A query that names things ranks those first; the rest of it often shares no word with them.)
+            moved = meaning_first(candidates, place, self._files_of(list(place)), hidden)
+            if moved is not None:
+                kept, place[moved[0]] = moved
+                fused[kept] = fused[kept]._replace(score=moved[1][1])
         return _Ranked(candidates=candidates, fused=fused, weight=weight, corrections=corrections, allowed=allowed,
-                       understood=understood, place=place, hidden=hidden)
+                       understood=understood, place=place, hidden=hidden, kept=kept)
 
     def _gathered(
         self, query: str, keywords: str, ops: Operators, asked: _Asked, allowed: set[int] | None,
