@@ -153,7 +153,11 @@ def test_the_vector_halfs_first_note_without_a_query_word_is_kept_second() -> No
     # files 10, 20, 30 share a word with the query; file 40 shares none, but is the nearest in meaning
     cand = Candidates(use_keyword=True, use_vector=True, ids=ids, keyword={1: 9.0, 2: 8.0, 3: 7.0, 4: 0.0},
                       cosine={1: 0.81, 2: 0.80, 3: 0.79, 4: 0.84})
-    file_of = {1: 10, 2: 20, 3: 30, 4: 40}
+    files = {1: 10, 2: 20, 3: 30, 4: 40}
+
+    def file_of(ids: list[int]) -> dict[int, int]:
+        return {cid: files[cid] for cid in ids}
+
     place = {1: (0, 3.0), 2: (0, 2.0), 3: (0, 1.5), 4: (0, 1.0)}
     assert MEANING_FIRST_PLACE == 2
     assert meaning_first(cand, place, file_of, set()) == (4, (0, 2.5))  # between the first and the second

@@ -299,7 +299,7 @@ def ask(
         raise BrainError(f"max files must be at least 1, got {max_files}", usage=True)
     max_files = settings["ask.max_files"] if max_files is None else max_files
     config = ModelSettings.from_settings(settings, model)
-    response = search(question, limit=max_files, **(search_options or {}))
+    response = search(question, limit=max_files, passages=True, **(search_options or {}))
     found, skipped = gather_sources(reader, question, response, budget)
     messages = build_messages(question, found)
     result = AskResult(

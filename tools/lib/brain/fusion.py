@@ -9,6 +9,7 @@ how many results were asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .store import ChunkRow
@@ -254,35 +255,45 @@ def fuse(candidates: Candidates, *, mode: str, method: str, vector_weight: float
 
 
 def meaning_first(
-    candidates: Candidates, place: dict[int, tuple[int, float]], file_of: dict[int, int], hidden: set[int]
+    candidates: Candidates, place: dict[int, tuple[int, float]], files_of: Callable[[list[int]], dict[int, int]],
+    hidden: set[int],
 ) -> tuple[int, tuple[int, float]] | None:
     """The vector half's first chunk and the place that shows its file at MEANING_FIRST_PLACE, when the chunk
     holds no query word and its file is further down; None otherwise.
 
     Places are (constraints its note satisfies, score), best first; only chunks that satisfy as many as the
     best do, and files not hidden behind their thing's main note, are considered. The place given is halfway
-    between the files it moves between, so everything else keeps its order.
+    between the files it moves between, so everything else keeps its order. `files_of` maps chunk ids to file
+    ids; only the few chunks needed are asked for, a batch at a time.
     """
     if not (candidates.use_vector and candidates.use_keyword) or not place:
         return None
     level = max(satisfied for satisfied, _ in place.values())
-    eligible = [cid for cid in candidates.cosine
-                if cid in place and place[cid][0] == level and file_of.get(cid, -1) not in hidden]
+    eligible = [cid for cid in candidates.cosine if cid in place and place[cid][0] == level]
     if not eligible:
         return None
     first = max(eligible, key=lambda cid: (candidates.cosine[cid], -cid))
     if candidates.keyword.get(first, 0.0) > 0:
         return None
-    best: dict[int, tuple[int, float]] = {}
-    for cid, at in place.items():
-        fid = file_of.get(cid, -1)
-        if fid not in hidden and (fid not in best or at > best[fid]):
-            best[fid] = at
-    ahead = sorted(best.items(), key=lambda item: item[1], reverse=True)[:MEANING_FIRST_PLACE]
-    if len(ahead) < MEANING_FIRST_PLACE or file_of.get(first) in {fid for fid, _ in ahead}:
+    order = sorted(place, key=lambda cid: (place[cid], -cid), reverse=True)
+    mine = files_of([first]).get(first, -1)
+    if mine in hidden:
         return None
-    above, below = ahead[-2][1], ahead[-1][1]
-    return first, (level, (above[1] + below[1]) / 2)
+    ahead: list[tuple[int, tuple[int, float]]] = []  # the first files, each at its best place
+    for start in range(0, len(order), 32):
+        batch = order[start:start + 32]
+        of_batch = files_of(batch)
+        for cid in batch:
+            fid = of_batch.get(cid, -1)
+            if fid in hidden or any(fid == seen for seen, _ in ahead):
+                continue
+            if fid == mine:
+                return None  # already among the first
+            ahead.append((fid, place[cid]))
+            if len(ahead) == MEANING_FIRST_PLACE:
+                above, below = ahead[-2][1], ahead[-1][1]
+                return first, (level, (above[1] + below[1]) / 2)
+    return None
 
 
 def explained(

@@ -43,6 +43,8 @@ PREVIEW_CHARS = 240
 PREVIEW_WINDOW_CHARS = 4 * PREVIEW_CHARS
 EMPTY_PREVIEW = "(no text now)"  # a changed file that is now empty or only frontmatter
 PASSAGE_CANDIDATES = 4  # a hit's next-best chunks kept for its excerpt, which shows those apart from its own
+PASSAGE_WALK = 200  # candidates (best first) looked through for them: a store without the vectors in memory reads
+# each one's file from its rows
 
 
 @dataclass
@@ -766,6 +768,7 @@ class Searcher:
         excerpt_chars: int | None = None,
         literal: bool = False,
         no_cutoff: bool = False,
+        passages: bool = False,
     ) -> SearchResponse:
         """Rank files (or chunks) for `query`; every hit is checked against the file on disk.
 
@@ -782,7 +785,9 @@ class Searcher:
         many characters) of its file as it is now, and `content_len`.
         Results whose relevance is under the search.cutoff setting are left out
         (a note that holds the quoted phrases or satisfies what was understood
-        stays), unless `no_cutoff`.
+        stays), unless `no_cutoff`. `passages` (implied by `excerpt_chars`): each
+        hit also carries its file's next-best chunks (SearchHit.passages), as `ask`
+        cuts its excerpts by them.
         """
         started = time.monotonic()
         asked = self._checked(query, mode, limit, vector_weight, fusion, path_prefix, where, excerpt_chars)
@@ -810,6 +815,8 @@ class Searcher:
                 ranked = self._ranked(text, ops, asked, paths, filters, literal, chunks, profile)
                 response = self._respond(query, text, ranked, ops, asked, paths, filters, chunks, no_cutoff,
                                          reader, profile)
+                if (passages or excerpt_chars is not None) and not chunks:
+                    self._add_passages(response.results, ranked.place)
             documents = _documents(reader, response.results)
             _add_offsets(documents, response.results)
             if excerpt_chars is not None:
@@ -874,7 +881,7 @@ class Searcher:
         kept = None
         if asked.mode == "hybrid" and not chunks and not understood:
             # (A query that names things ranks those first; the rest of it often shares no word with them.)
-            moved = meaning_first(candidates, place, self._files_of(list(place)), hidden)
+            moved = meaning_first(candidates, place, self._files_of, hidden)
             if moved is not None:
                 kept, place[moved[0]] = moved
                 fused[kept] = fused[kept]._replace(score=moved[1][1])
@@ -924,8 +931,6 @@ class Searcher:
         # text scores far below one that repeats it (17 relevant results of agency's top 10 fell under 0.1).
         cutoff = 0.0 if no_cutoff or asked.mode == "bm25" else self.settings["search.cutoff"]
         shown = rate_relevance(hits, ranked.fused, cutoff, picking.held if ops.phrases else {})
-        if not chunks:
-            self._add_passages(shown, ranked.place)
         candidates, corrections, understood = ranked.candidates, ranked.corrections, ranked.understood
         if candidates.use_keyword and shown:
             self._explain_fields(shown, searched_forms)
@@ -945,21 +950,23 @@ class Searcher:
                               cut_off=len(hits) - len(shown), cutoff=cutoff)
 
     def _add_passages(self, hits: list[SearchHit], place: dict[int, tuple[int, float]]) -> None:
-        """Give each hit the line spans of its file's next-best candidate chunks (a few more than an excerpt shows:
-        those that overlap its own are left out there), best first. Not for a changed file: its lines moved."""
-        wanted = [hit for hit in hits if not hit.stale]
-        if not wanted:
+        """Give each hit the line spans of its file's next-best candidate chunks (PASSAGE_CANDIDATES: a few more
+        than an excerpt shows, since those that overlap its own are left out there), best first, from the first
+        PASSAGE_WALK candidates. Not for a changed file: its lines moved."""
+        own = {hit.chunk_id: hit for hit in hits if not hit.stale}
+        if not own:
             return
-        file_of = self._files_of(list(place))
-        own = {file_of[hit.chunk_id]: hit for hit in wanted if hit.chunk_id in file_of}
+        order = sorted(place, key=lambda c: (-place[c][0], -place[c][1], c))[:PASSAGE_WALK]
+        file_of = self._files_of(list(own) + order)
+        by_file = {file_of[cid]: hit for cid, hit in own.items() if cid in file_of}
         others: dict[int, list[int]] = {}
-        for cid in sorted(place, key=lambda c: (-place[c][0], -place[c][1], c)):
+        for cid in order:
             fid = file_of.get(cid, -1)
-            if fid in own and cid != own[fid].chunk_id and len(others.setdefault(fid, [])) < PASSAGE_CANDIDATES:
+            if fid in by_file and cid != by_file[fid].chunk_id and len(others.setdefault(fid, [])) < PASSAGE_CANDIDATES:
                 others[fid].append(cid)
         rows = self.store.chunks_by_id([cid for ids in others.values() for cid in ids])
         for fid, ids in others.items():
-            own[fid].passages = [(rows[cid].start_line, rows[cid].end_line) for cid in ids if cid in rows]
+            by_file[fid].passages = [(rows[cid].start_line, rows[cid].end_line) for cid in ids if cid in rows]
 
     def index_facts(self) -> understanding.IndexFacts:
         """The folders, frontmatter values and dates of every indexed file, read again only after a write."""
