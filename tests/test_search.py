@@ -337,3 +337,16 @@ def test_a_filter_that_matches_no_note_says_so_and_what_is_there(indexed_example
     assert "unmatched_filter" not in brain.search("progetti", path_prefix="database").to_dict()
     shown = run_cli("--root", str(indexed_example), "search", "progetti", "--where", "status=archivd")
     assert "filter matched no note: no indexed note has status=archivd" in shown.stdout
+
+
+def test_a_preview_whose_words_end_the_chunk_is_filled_from_before_them(tmp_path: Path) -> None:
+    """Books issue: a preview of the chunk's last few words ("nove anni dopo il C++") left out the answer before it."""
+    lines = [f"Riga {n} sulla storia dei linguaggi e dei loro autori, con date e versioni." for n in range(12)]
+    note = "# Storia\n\n" + "\n".join(lines) + "\nIl primo rilascio pubblico del pitone avvenne nel 1991.\n"
+    write(tmp_path, {"storia.md": note})
+    brain = Brain(tmp_path)
+    brain.index()
+    hit = brain.search("pitone rilascio", mode="bm25").results[0]
+    assert hit.line == note.count("\n")  # the best-matching words are on the chunk's last line
+    assert "pitone avvenne nel 1991" in hit.preview
+    assert len(hit.preview) >= 200 and hit.preview.startswith("Riga")  # from an earlier line, not "…Il primo"

@@ -384,6 +384,8 @@ def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None =
         ends = [m.end() for m in _SENTENCE_END.finditer(text, lead, passage[0])]
         line_start = text.rfind("\n", 0, passage[0]) + 1
         start = max([line_start, *ends]) if line_start >= lead or ends else passage[0]
+        if start > 0 and len(" ".join(text[start:].split())) < PREVIEW_CHARS:
+            start = _fuller_start(text, start)
         return _clipped(("…" if start == passage[0] and start > 0 else "") + " ".join(text[start:].split()))
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
@@ -393,6 +395,16 @@ def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None =
             start = index
             break
     return _clipped(" ".join(" ".join(lines[start:]).split()))
+
+
+def _fuller_start(text: str, start: int) -> int:
+    """An earlier start for a preview whose words sit near the end of its chunk: the earliest line or sentence
+    start from which the rest of the chunk, those words included, still fits PREVIEW_CHARS; so the preview
+    shows what leads to them instead of a few words."""
+    candidates = [0] + [m.end() for m in _SENTENCE_END.finditer(text, 0, start)] + [
+        m.end() for m in re.finditer("\n", text[:start])]
+    fits = [c for c in candidates if len(" ".join(text[c:].split())) <= PREVIEW_CHARS]
+    return min(fits, default=start)
 
 
 def _clipped(flat: str) -> str:
