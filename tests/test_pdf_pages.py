@@ -134,6 +134,22 @@ def test_a_hit_names_the_page_its_words_are_on_first_and_reads_from_there(tmp_pa
     assert hit.pages == [1, 2, 3, 4] and hit.line == hit.start_line
 
 
+def test_words_that_run_over_a_page_break_name_the_page_most_of_them_are_on(tmp_path: Path) -> None:
+    """Books issue: "…improving it. 7.5. Square roots 69 For example, one way of computing square roots" starts on
+    the last line of one page and answers on the next; the page holding most of the passage's words comes first."""
+    first = "\n".join(["Chapter seven covers loops in some detail, with examples."] * 4
+                       + ["A loop can refine a value iteratively."])
+    second = "\n".join(["Square roots", "Newton's method computes square roots from an estimate."]
+                        + ["Some filler about other matters entirely, with nothing else to say."] * 4)
+    write(tmp_path, {"loops.pdf": pdf_of_pages([first, second])})  # both pages fit one chunk
+    brain = Brain(tmp_path)
+    assert not brain.index().failed
+    hit = brain.search("iteratively computes square roots from an estimate", mode="bm25").results[0]
+    assert hit.preview.startswith("A loop can refine a value iteratively.")  # the passage starts on page 1
+    assert hit.pages == [2, 1]  # but most of its words are on page 2
+    assert hit.line == 6  # where they begin: page 2's heading
+
+
 def test_grep_names_the_printed_label_of_a_match_s_page(book_notes: Path) -> None:
     found = json.loads(run_cli("--root", str(book_notes), "grep", "walrus|pelican", "--json").stdout)["matches"]
     assert {(m["path"], m["page"], m["page_label"]) for m in found} == {

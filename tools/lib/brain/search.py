@@ -412,6 +412,34 @@ def _clipped(flat: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
 
 
+def heaviest_page_line(text: str, matches: list[tuple[int, int, str]], passage: tuple[int, int], first_line: int,
+                       page_starts: list[int]) -> int:
+    """The line of `passage` (a stretch of `text`, whose first line is `first_line`) where its words on the page
+    holding most of them begin: a passage that runs over a page break names the page its words are on, not the one
+    its first word is on. Words count as best_passage counts them (once each, a rare one more); ties go to the
+    earlier page."""
+    counts: dict[str, int] = {}
+    for *_, form in matches:
+        counts[form] = counts.get(form, 0) + 1
+    weight: dict[int, float] = {}
+    first_on: dict[int, int] = {}
+    seen: set[tuple[int, str]] = set()
+    for start, _, form in matches:
+        if not passage[0] <= start < passage[1]:
+            continue
+        line = first_line + text.count("\n", 0, start)
+        on = sources.pages_for_lines(page_starts, line, line)
+        page = on[0] if on else 0
+        first_on.setdefault(page, line)
+        if (page, form) not in seen:
+            seen.add((page, form))
+            weight[page] = weight.get(page, 0.0) + 1.0 / counts[form]
+    if not weight:
+        return first_line + text.count("\n", 0, passage[0])
+    page = min(weight, key=lambda p: (-round(weight[p], 9), p))
+    return first_on[page]
+
+
 def pages_best_first(pages: list[int], page_starts: list[int], line: int) -> list[int]:
     """A hit's pages with the one `line` (its best-matching words) is on first, the others in order."""
     on = sources.pages_for_lines(page_starts, line, line)
@@ -635,8 +663,11 @@ class _Picking:
         """Where a shown hit's words are densest: its preview starts there, and a book names that page first.
         Only for the hits shown: picking may take many more (equal scores are ordered by path)."""
         text, pages, file_row = self.texts.pop(hit.chunk_id)
-        passage = best_passage(matched_words(text, self.searched, self.languages)) if self.searched else None
+        matches = matched_words(text, self.searched, self.languages) if self.searched else []
+        passage = best_passage(matches)
         hit.line = hit.start_line if passage is None else hit.start_line + text.count("\n", 0, passage[0])
+        if passage is not None and len(pages) > 1:
+            hit.line = heaviest_page_line(text, matches, passage, hit.start_line, file_row.page_starts)
         hit.preview = _make_preview(text, self.terms, passage) or EMPTY_PREVIEW
         hit.pages = pages_best_first(pages, file_row.page_starts, hit.line) if pages else pages
         hit.page_labels = sources.page_labels_of(file_row.page_labels, hit.pages)
