@@ -343,6 +343,14 @@ def matched_spans(text: str, forms: dict[str, str] | set[str], languages: Sequen
 MAX_PASSAGE_WORDS = 2000  # matched words a passage is looked for among (a chunk holds a few hundred words)
 
 
+def word_weights(matches: list[tuple[int, int, str]]) -> dict[str, float]:
+    """Each matched word's weight in a passage: 1 / how often it is in the text (a word on every line says little)."""
+    counts: dict[str, int] = {}
+    for *_, form in matches:
+        counts[form] = counts.get(form, 0) + 1
+    return {form: 1.0 / count for form, count in counts.items()}
+
+
 def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS) -> tuple[int, int] | None:
     """The [start, end) of the stretch of at most `width` characters that holds the most of the query's words
     (matched_words), each counted once and weighted by how rare it is in this text: a word on every line of a
@@ -351,9 +359,7 @@ def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS
     matches = matches[:MAX_PASSAGE_WORDS]
     if not matches:
         return None
-    counts: dict[str, int] = {}
-    for *_, form in matches:
-        counts[form] = counts.get(form, 0) + 1
+    weight = word_weights(matches)
     best, best_key = (matches[0][0], matches[0][1]), (-1.0, 0)
     for i, (start, _, _) in enumerate(matches):
         seen: set[str] = set()
@@ -363,7 +369,7 @@ def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS
                 break
             if form not in seen:
                 seen.add(form)
-                score += 1.0 / counts[form]
+                score += weight[form]
             end = word_end
         key = (round(score, 9), start - end)  # ties: the tightest stretch, then the earliest
         if key > best_key:
@@ -414,13 +420,12 @@ def _clipped(flat: str) -> str:
 
 def heaviest_page_line(text: str, matches: list[tuple[int, int, str]], passage: tuple[int, int], first_line: int,
                        page_starts: list[int]) -> int:
-    """The line of `passage` (a stretch of `text`, whose first line is `first_line`) where its words on the page
-    holding most of them begin: a passage that runs over a page break names the page its words are on, not the one
-    its first word is on. Words count as best_passage counts them (once each, a rare one more); ties go to the
+    """The line of `passage` (best_passage of `matches` in `text`, whose first line is `first_line`) where its words
+    on the page holding most of them begin: a passage that runs over a page break names the page its words are on,
+    not the one its first word is on. Words weigh as in best_passage (once each, word_weights); ties go to the
     earlier page."""
-    counts: dict[str, int] = {}
-    for *_, form in matches:
-        counts[form] = counts.get(form, 0) + 1
+    matches = matches[:MAX_PASSAGE_WORDS]
+    word_weight = word_weights(matches)
     weight: dict[int, float] = {}
     first_on: dict[int, int] = {}
     seen: set[tuple[int, str]] = set()
@@ -433,9 +438,8 @@ def heaviest_page_line(text: str, matches: list[tuple[int, int, str]], passage: 
         first_on.setdefault(page, line)
         if (page, form) not in seen:
             seen.add((page, form))
-            weight[page] = weight.get(page, 0.0) + 1.0 / counts[form]
-    if not weight:
-        return first_line + text.count("\n", 0, passage[0])
+            weight[page] = weight.get(page, 0.0) + word_weight[form]
+    # Never empty: a passage starts at one of the matched words.
     page = min(weight, key=lambda p: (-round(weight[p], 9), p))
     return first_on[page]
 
@@ -665,9 +669,12 @@ class _Picking:
         text, pages, file_row = self.texts.pop(hit.chunk_id)
         matches = matched_words(text, self.searched, self.languages) if self.searched else []
         passage = best_passage(matches)
-        hit.line = hit.start_line if passage is None else hit.start_line + text.count("\n", 0, passage[0])
-        if passage is not None and len(pages) > 1:
+        if passage is None:
+            hit.line = hit.start_line
+        elif len(pages) > 1:
             hit.line = heaviest_page_line(text, matches, passage, hit.start_line, file_row.page_starts)
+        else:
+            hit.line = hit.start_line + text.count("\n", 0, passage[0])
         hit.preview = _make_preview(text, self.terms, passage) or EMPTY_PREVIEW
         hit.pages = pages_best_first(pages, file_row.page_starts, hit.line) if pages else pages
         hit.page_labels = sources.page_labels_of(file_row.page_labels, hit.pages)
