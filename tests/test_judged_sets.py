@@ -37,7 +37,7 @@ TLDR_KINDS = {"task", "keyword", "command", "typo"}
 AGENCY_KINDS = {"title", "cross", "metadata", "semantic", "identifier", "sector", "deep", "typo"}
 
 # The "which things" sets (docs/decisions/40-query-understanding.md), computed by things_queries.py.
-THINGS_KINDS = {"value", "status", "time", "meaning", "combined"}
+THINGS_KINDS = {"value", "status", "time", "meaning", "combined", "client"}
 
 # The books set's kinds (tools/bench/check_books.py checks their pages and answers against the PDFs' text).
 BOOK_KINDS = {"fact", "concept", "phrase", "deep", "cross-it-en", "cross-en-it"}

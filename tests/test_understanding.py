@@ -119,6 +119,53 @@ def test_a_field_of_unique_values_is_no_category() -> None:
     assert "team" in facts.categories and "email" not in facts.categories
 
 
+SITES = [  # the things live in a folder no kind noun names; each carries a client, however long its name
+    (1, "sites/scuola/index.md", {"client": "Liceo Scientifico Galileo Galilei di Padova", "stack": ["laravel"]}),
+    (2, "sites/trasporti/index.md", {"client": "Trasporti Nord s.r.l. (Verona)", "stack": ["django"]}),
+    (3, "sites/forno/index.md", {"client": "Forno Antico", "stack": ["laravel"]}),
+    (4, "decisions/0001-staging-per-client.md", {"status": "accepted"}),
+    (5, "diary/2025-03-04.md", {"project": "scuola"}),
+    (6, "diary/2025-03-05.md", {"project": "forno"}),
+    (7, "diary/2025-03-06.md", {"project": "trasporti"}),
+]
+WORKS = [
+    (1, "cantieri/cucina.md", {"committente": "Famiglia Rossi", "strumenti": ["revit"]}),
+    (2, "cantieri/bagno.md", {"committente": "Bianchi", "strumenti": ["revit"]}),
+    (3, "cantieri/negozio.md", {"committente": "Calzature Ferro", "strumenti": ["archicad"]}),
+    (4, "scelte/0001-revit.md", {"stato": "approvata"}),
+]
+
+
+@pytest.mark.parametrize(("files", "query", "line", "paths"), [
+    (SITES, "clienti con Laravel", "kind notes with client · stack laravel",
+     ["sites/scuola/index.md", "sites/forno/index.md"]),
+    (SITES, "Laravel clients", "kind notes with client · stack laravel",
+     ["sites/scuola/index.md", "sites/forno/index.md"]),
+    (SITES, "education customers", "kind notes with client",
+     ["sites/scuola/index.md", "sites/trasporti/index.md", "sites/forno/index.md"]),
+    (WORKS, "committenti con Revit", "kind notes with committente · strumenti revit",
+     ["cantieri/cucina.md", "cantieri/bagno.md"]),
+])
+def test_clients_name_the_notes_that_have_a_client_where_no_folder_is_called_so(
+        files: list, query: str, line: str, paths: list[str]) -> None:
+    """The notes that have a client (or a committente) are the things asked for, whatever the length of
+    its value; the decision that says "client" in its file name is not one."""
+    facts = understanding.IndexFacts.gather(files)
+    found = understanding.understand(query, facts, STEMS, STOP_WORDS, today=TODAY)
+    assert found.line == line
+    assert [facts.notes[fid].path for fid, _, _ in files
+            if found.satisfied(facts.notes[fid]) == len(found.constraints)] == paths
+
+
+def test_no_other_kind_noun_falls_back_to_a_field() -> None:
+    """The diary notes carrying `project:` belong to projects and are not projects: "progetti" names no
+    folder here, so it names nothing, and a value alone is a topic."""
+    facts = understanding.IndexFacts.gather(SITES)
+    assert not understanding.understand("progetti con Laravel", facts, STEMS, STOP_WORDS, today=TODAY)
+    facts = understanding.IndexFacts.gather(FILES)  # no field is called client: the noun names nothing
+    assert not understanding.understand("clienti con Laravel", facts, STEMS, STOP_WORDS, today=TODAY)
+
+
 # ------------------------------------------------------------------ through the doors, real index
 
 
@@ -215,3 +262,30 @@ def test_the_rest_of_the_query_ranks_within_the_kind(tmp_path: Path, monkeypatch
     monkeypatch.setattr(search, "one_blas_thread", lambda: products.append(1) or real())
     again = brain.search("physiotherapy projects", limit=3)
     assert again.understood_line == "kind projects" and len(products) == 1
+
+
+@pytest.mark.slow
+def test_clients_asked_by_sector_are_the_notes_for_those_clients(tmp_path: Path) -> None:
+    """ "education clients": no note says "education", and the notes that say "clients" are about the agency's
+    habits; the notes that have a client are ranked within by the rest of the query's meaning."""
+    write(tmp_path, {
+        "sites/liceo/index.md": "---\nclient: Liceo Scientifico Galileo Galilei\nsector: scuola\n---\n"
+                                "# Liceo Galilei\n\nRegistro elettronico e sito della scuola: orari delle lezioni, "
+                                "compiti, colloqui con i genitori.\n",
+        "sites/trasporti/index.md": "---\nclient: Trasporti Nord s.r.l. (Verona)\nsector: logistica\n---\n"
+                                    "# Trasporti Nord\n\nTracciamento delle spedizioni e dei camion in viaggio.\n",
+        "sites/forno/index.md": "---\nclient: Forno Antico\nsector: panificio\n---\n# Forno Antico\n\n"
+                                "Vetrina online della panetteria con gli ordini di pane e dolci.\n",
+        "decisions/0009-staging-per-client.md": "# Staging for clients\n\nEvery one of our clients gets a "
+                                                "staging copy: clients test there before going live.\n",
+        "handbook/clients.md": "# Working with clients\n\nHow we talk to clients, and how clients pay us.\n",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    found = brain.search("education clients", limit=3)
+    assert found.understood_line == "kind notes with client"
+    assert found.results[0].path == "sites/liceo/index.md"
+    assert {h.path for h in found.results} == {"sites/liceo/index.md", "sites/trasporti/index.md",
+                                               "sites/forno/index.md"}
+    literal = brain.search("education clients", limit=3, literal=True)
+    assert literal.understood_line == "" and literal.results[0].path != "sites/liceo/index.md"

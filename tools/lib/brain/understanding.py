@@ -38,13 +38,16 @@ MIN_PREFIX = 5  # two stems match when one begins the other and the shorter has 
 # `type` value) named by any of its words, and the query then names it by any other. Plurals only
 # for things counted ("il progetto per la clinica" asks for one note, "progetti" for a kind); "note"
 # is not here: in a notes folder every note is one.
-KIND_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
+# A note that has a client is work done for that client, so where no folder is named by these nouns
+# the notes carrying a field they name (`client:`, `committente:`) are what "clients" asks for. No other
+# kind works so: a diary note with `project:` belongs to a project and is not one.
+CLIENT_WORDS = frozenset("clients customers clienti committenti".split())
+KIND_GROUPS: tuple[frozenset[str], ...] = (CLIENT_WORDS,) + tuple(frozenset(g.split()) for g in (
     "projects progetti lavori commesse jobs",
     "decisions decisioni adr adrs",
     "diary diaries journal journals diario diari giornale",
     "handbook handbooks manual manuals manuale manuali guides guide",
     "meetings riunioni verbali minutes",
-    "clients customers clienti",
     "recipes ricette",
     "books libri",
     "people persone contacts contatti",
@@ -101,6 +104,7 @@ class NoteFacts:
     folders: tuple[str, ...]  # folded folder names on its path
     values: dict[str, frozenset[str]]  # field → folded values (lists exploded)
     dates: tuple[dt.date, ...]  # frontmatter dates and years, a date in the file name
+    fields: frozenset[str] = frozenset()  # folded frontmatter keys with a value, however long
 
 
 @dataclass
@@ -114,6 +118,7 @@ class IndexFacts:
     by_path: dict[str, int] = field(default_factory=dict)  # folded path → file id
     dated: bool = False  # some note has a date: a time can be understood
     shown: dict[str, dict[str, str]] = field(default_factory=dict)  # every field's short values: folded → as written
+    keyed: dict[str, int] = field(default_factory=dict)  # field → how many notes give it a value, however long
     forms_memo: dict[str, set[str]] = field(default_factory=dict)  # a word → its stemmed forms (this index's stems)
     value_index: tuple[list[tuple[str, str, str, list[set[str]]]], dict[str, list[int]]] | None = None
 
@@ -141,7 +146,8 @@ class IndexFacts:
         folder_count: Counter[str] = Counter()
         written: dict[str, str] = {}
         uses: dict[str, list[str]] = {}
-        carriers: Counter[str] = Counter()  # field → how many notes carry it
+        carriers: Counter[str] = Counter()  # field → how many notes carry a short value of it
+        keyed: Counter[str] = Counter()  # field → how many notes give it any value
         shown: dict[str, dict[str, str]] = {}
         for fid, path, metadata in files:
             parts = path.split("/")[:-1]
@@ -151,8 +157,12 @@ class IndexFacts:
                 written.setdefault(folded, part)
             values: dict[str, frozenset[str]] = {}
             dates: list[dt.date] = list(_dates_in(path.rsplit("/", 1)[-1]))
+            keys = set()
             for key, raw in (metadata or {}).items():
                 name = fold(str(key))
+                if raw not in (None, "", [], {}):
+                    keys.add(name)
+                    keyed[name] += 1
                 items = raw if isinstance(raw, list) else [raw]
                 found = set()
                 for item in items:
@@ -179,7 +189,7 @@ class IndexFacts:
                     values[name] = frozenset(found)
                     uses.setdefault(name, []).extend(found)
                     carriers[name] += 1
-            notes[fid] = NoteFacts(path, folders, values, tuple(dates))
+            notes[fid] = NoteFacts(path, folders, values, tuple(dates), frozenset(keys))
         kinds = {f: written[f] for f, n in folder_count.items() if n >= MIN_KIND_FILES}
         types = {value for facts in notes.values() for value in facts.values.get("type", ())}
         for value in types:
@@ -191,7 +201,8 @@ class IndexFacts:
             if carriers[name] >= MIN_FIELD_FILES and len(set(used)) <= CATEGORY_SHARE * len(used):
                 categories[name] = shown[name]
         by_path = {fold(facts.path): fid for fid, facts in notes.items()}
-        return cls(notes, kinds, categories, frozenset(types), by_path, any(f.dates for f in notes.values()), shown)
+        return cls(notes, kinds, categories, frozenset(types), by_path, any(f.dates for f in notes.values()), shown,
+                   dict(keyed))
 
 
 @dataclass(frozen=True)
@@ -385,12 +396,32 @@ def _kinds(query: _Words, facts: IndexFacts, stop_words: frozenset[str], out: Un
         named = sorted(k for k in kind_names if (group is not None and k in group)
                        or (k in facts.types and _same_word(query.forms_of(k), query.forms[i])))
         if not named:
+            if group is CLIENT_WORDS:
+                _field_kind(query, i, group, facts, out)
             continue
         query.used[i] = True
         folders = frozenset(named)
         out.kind_folders |= folders
         out.constraints.append(Constraint("kind", f"kind {'/'.join(kind_names[k] for k in named)}", (word,),
                                           _of_kind(folders)))
+
+
+def _field_kind(query: _Words, i: int, group: frozenset[str], facts: IndexFacts, out: Understood) -> None:
+    """A client noun that names no folder but names a field ("clients" and `client:`): the notes that carry
+    the field (CLIENT_WORDS)."""
+    group_forms = set().union(*(query.forms_of(g) for g in group))
+    named = sorted(name for name, count in facts.keyed.items()
+                   if count >= MIN_KIND_FILES and _same_word(query.forms_of(name), group_forms))
+    if not named:
+        return
+    query.used[i] = True
+    out.constraints.append(Constraint("kind", f"kind notes with {'/'.join(named)}", (query.words[i],),
+                                      _carries(frozenset(named))))
+
+
+def _carries(fields: frozenset[str]) -> Callable[[NoteFacts], bool]:
+    """A note carries one of these fields."""
+    return lambda facts: bool(fields & facts.fields)
 
 
 def _values(query: _Words, facts: IndexFacts, stop_words: frozenset[str], status_values: set[tuple[str, str]],
