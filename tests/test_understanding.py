@@ -166,6 +166,47 @@ def test_no_other_kind_noun_falls_back_to_a_field() -> None:
     assert not understanding.understand("clienti con Laravel", facts, STEMS, STOP_WORDS, today=TODAY)
 
 
+
+STARTED = [  # projects that started in one year and ended in another
+    (1, "projects/alfa/index.md", {"started": dt.date(2023, 4, 3), "ended": dt.date(2025, 2, 1)}),
+    (2, "projects/beta/index.md", {"started": dt.date(2025, 1, 13), "status": "active"}),
+    (3, "projects/gamma/index.md", {"started": dt.date(2024, 6, 3), "ended": dt.date(2024, 12, 20)}),
+    (4, "projects/delta/index.md", {"started": dt.date(2022, 9, 1), "ended": dt.date(2025, 7, 4)}),
+]
+DELIVERED = [  # jobs of a given year delivered on a date
+    (5, "commesse/cucina.md", {"anno": 2023, "data_consegna": dt.date(2024, 3, 1), "stato": "consegnata"}),
+    (6, "commesse/bagno.md", {"anno": 2024, "data_consegna": dt.date(2024, 11, 5), "stato": "consegnata"}),
+    (7, "commesse/negozio.md", {"anno": 2024, "data_consegna": dt.date(2025, 2, 9), "stato": "consegnata"}),
+    (8, "commesse/scuola.md", {"anno": 2025, "stato": "in corso"}),
+]
+
+
+@pytest.mark.parametrize(("files", "query", "line", "paths"), [
+    (STARTED, "progetti avviati nel 2025", "kind projects · year 2025 (started)", ["projects/beta/index.md"]),
+    (STARTED, "projects that ended in 2025", "kind projects · year 2025 (ended)",
+     ["projects/alfa/index.md", "projects/delta/index.md"]),
+    (STARTED, "progetti iniziati a marzo 2023", "kind projects · month 2023-03 (started)", []),
+    (STARTED, "progetti del 2025", "kind projects · year 2025",  # no verb: any date of the note
+     ["projects/alfa/index.md", "projects/beta/index.md", "projects/delta/index.md"]),
+    (DELIVERED, "commesse consegnate nel 2024", "kind commesse · year 2024 (ended) · stato consegnata",
+     ["commesse/cucina.md", "commesse/bagno.md"]),
+])
+def test_a_time_after_a_start_or_end_word_is_met_by_the_field_named_so(
+        files: list, query: str, line: str, paths: list[str]) -> None:
+    """"Avviati nel 2025" asks for the start date, not for any date: a project that ended in 2025 after
+    starting in 2023 did not start then; the field is found by its name (`started`, `data_consegna`)."""
+    facts = understanding.IndexFacts.gather(files)
+    found = understanding.understand(query, facts, STEMS, STOP_WORDS, today=TODAY)
+    assert found.line == line
+    assert [facts.notes[fid].path for fid, _, _ in files
+            if found.satisfied(facts.notes[fid]) == len(found.constraints)] == paths
+
+
+def test_a_start_word_without_a_start_field_is_met_by_any_date() -> None:
+    """Where no date field names a start, "iniziati nel 2024" reads as "del 2024": the verb costs nothing."""
+    facts = understanding.IndexFacts.gather(FILES)
+    found = understanding.understand("progetti iniziati nel 2024", facts, STEMS, STOP_WORDS, today=TODAY)
+    assert found.line == "kind projects · year 2024"
 # ------------------------------------------------------------------ through the doors, real index
 
 

@@ -84,6 +84,22 @@ _SINCE = frozenset("dal dall dallo dalla since from dopo after".split())
 _AT = frozenset("nel del in of durante during anno year entro by".split()) | _SINCE
 _BEFORE = frozenset("before prima until fino".split())
 _YEAR = re.compile(r"^(19[5-9]\d|20\d\d)$")
+# A time right after a verb of starting or ending ("avviati nel 2024", "ended in 2025", "consegnate nel
+# 2023") asks for the date a note gives that moment: the date fields whose name says so (`started`,
+# `data_inizio`, `ended`, `consegna`), when the index has them; otherwise any date, as without the verb.
+START_WORDS = frozenset(
+    "started start starting begun began begin launched kicked opened avviato avviata avviati avviate avviare iniziato "
+    "iniziata iniziati iniziate iniziare partito partita partiti partite cominciato cominciata cominciati "
+    "cominciate aperto aperta".split())
+END_WORDS = frozenset(
+    "ended ending finished completed concluded closed delivered shipped terminated wrapped finito finita finiti "
+    "finite concluso conclusa conclusi concluse chiuso chiusa chiusi chiuse terminato terminata terminati "
+    "terminate consegnato consegnata consegnati consegnate completato completata completati completate".split())
+# Folded beginnings of a field name's parts that name a start or an end ("started_at", "data_fine").
+START_FIELDS = ("start", "begin", "inizi", "avvi", "opened", "apertur", "kickoff", "launch")
+END_FIELDS = ("end", "finish", "fine", "conclu", "chius", "close", "termin", "consegn", "deliver", "complet",
+              "shipped")
+_FIELD_PART = re.compile(r"[a-z]+")
 _DATE = re.compile(r"(?<!\d)((?:19|20)\d\d)-(\d\d)(?:-(\d\d))?(?!\d)")
 # Relative times, folded words → (unit, offset from now): "last year" is ("year", -1).
 RELATIVE: dict[tuple[str, ...], tuple[str, int]] = {
@@ -105,6 +121,7 @@ class NoteFacts:
     values: dict[str, frozenset[str]]  # field → folded values (lists exploded)
     dates: tuple[dt.date, ...]  # frontmatter dates and years, a date in the file name
     fields: frozenset[str] = frozenset()  # folded frontmatter keys with a value, however long
+    field_dates: dict[str, tuple[dt.date, ...]] = field(default_factory=dict)  # field → the dates it gives
 
 
 @dataclass
@@ -119,6 +136,7 @@ class IndexFacts:
     dated: bool = False  # some note has a date: a time can be understood
     shown: dict[str, dict[str, str]] = field(default_factory=dict)  # every field's short values: folded → as written
     keyed: dict[str, int] = field(default_factory=dict)  # field → how many notes give it a value, however long
+    date_fields: dict[str, int] = field(default_factory=dict)  # field → how many notes give a date in it
     forms_memo: dict[str, set[str]] = field(default_factory=dict)  # a word → its stemmed forms (this index's stems)
     value_index: tuple[list[tuple[str, str, str, list[set[str]]]], dict[str, list[int]]] | None = None
 
@@ -148,6 +166,7 @@ class IndexFacts:
         uses: dict[str, list[str]] = {}
         carriers: Counter[str] = Counter()  # field → how many notes carry a short value of it
         keyed: Counter[str] = Counter()  # field → how many notes give it any value
+        dated_by: Counter[str] = Counter()  # field → how many notes give a date in it
         shown: dict[str, dict[str, str]] = {}
         for fid, path, metadata in files:
             parts = path.split("/")[:-1]
@@ -158,6 +177,7 @@ class IndexFacts:
             values: dict[str, frozenset[str]] = {}
             dates: list[dt.date] = list(_dates_in(path.rsplit("/", 1)[-1]))
             keys = set()
+            field_dates: dict[str, tuple[dt.date, ...]] = {}
             for key, raw in (metadata or {}).items():
                 name = fold(str(key))
                 if raw not in (None, "", [], {}):
@@ -165,6 +185,7 @@ class IndexFacts:
                     keyed[name] += 1
                 items = raw if isinstance(raw, list) else [raw]
                 found = set()
+                before = len(dates)
                 for item in items:
                     if isinstance(item, (dt.date, dt.datetime)):
                         dates.append(item.date() if isinstance(item, dt.datetime) else item)
@@ -185,11 +206,14 @@ class IndexFacts:
                     if value:
                         found.add(value)
                         shown.setdefault(name, {}).setdefault(value, text)
+                if len(dates) > before:
+                    field_dates[name] = tuple(dates[before:])
+                    dated_by[name] += 1
                 if found:
                     values[name] = frozenset(found)
                     uses.setdefault(name, []).extend(found)
                     carriers[name] += 1
-            notes[fid] = NoteFacts(path, folders, values, tuple(dates), frozenset(keys))
+            notes[fid] = NoteFacts(path, folders, values, tuple(dates), frozenset(keys), field_dates)
         kinds = {f: written[f] for f, n in folder_count.items() if n >= MIN_KIND_FILES}
         types = {value for facts in notes.values() for value in facts.values.get("type", ())}
         for value in types:
@@ -202,7 +226,7 @@ class IndexFacts:
                 categories[name] = shown[name]
         by_path = {fold(facts.path): fid for fid, facts in notes.items()}
         return cls(notes, kinds, categories, frozenset(types), by_path, any(f.dates for f in notes.values()), shown,
-                   dict(keyed))
+                   dict(keyed), dict(dated_by))
 
 
 @dataclass(frozen=True)
@@ -337,6 +361,9 @@ def _times(query: _Words, facts: IndexFacts, today: dt.date) -> list[Constraint]
             prev = words[i - 1] if i > 0 else ""
             prev2 = words[i - 2] if i > 1 else ""
             month = MONTHS.get(prev)
+            first = i - 1  # where the time's words begin: a month or the word that places the year
+            if prev2 in _SINCE and prev in ("il", "l", "the"):
+                first = i - 2
             if month:
                 start = dt.date(year, month, 1)
                 end = dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
@@ -355,10 +382,30 @@ def _times(query: _Words, facts: IndexFacts, today: dt.date) -> list[Constraint]
             unit, offset = RELATIVE[(word, words[i + 1])]
             rng, label = _relative(unit, offset, today)
             used[i] = used[i + 1] = True
+            first = i
         if rng is not None and facts.dated:
             lo, hi = rng
-            found.append(Constraint("time", label, tuple(w for w, u in zip(words, used) if u), _dated_within(lo, hi)))
+            test = _dated_within(lo, hi)
+            bound = _time_fields(words[max(0, first - 2):first], facts)
+            if bound is not None:
+                moment, fields = bound
+                label += f" ({moment})"
+                test = _field_dated_within(fields, lo, hi)
+            found.append(Constraint("time", label, tuple(w for w, u in zip(words, used) if u), test))
     return found
+
+
+def _time_fields(before: list[str], facts: IndexFacts) -> tuple[str, frozenset[str]] | None:
+    """The start (or end) date fields a verb just before a time asks for ("avviati nel 2024"), when the index
+    has such fields in MIN_FIELD_FILES notes: ("started", fields), or None."""
+    for moment, verbs, prefixes in (("started", START_WORDS, START_FIELDS), ("ended", END_WORDS, END_FIELDS)):
+        if not any(w in verbs for w in before):
+            continue
+        fields = frozenset(name for name, count in facts.date_fields.items() if count >= MIN_FIELD_FILES
+                           and any(part.startswith(prefixes) for part in _FIELD_PART.findall(name)))
+        if fields:
+            return moment, fields
+    return None
 
 
 def _statuses(query: _Words, facts: IndexFacts, status_values: set[tuple[str, str]]) -> list[Constraint]:
@@ -488,6 +535,11 @@ def _holds_any(pairs: frozenset[tuple[str, str]]) -> Callable[[NoteFacts], bool]
 
 def _dated_within(lo: dt.date, hi: dt.date) -> Callable[[NoteFacts], bool]:
     return lambda facts: any(lo <= d <= hi for d in facts.dates)
+
+
+def _field_dated_within(fields: frozenset[str], lo: dt.date, hi: dt.date) -> Callable[[NoteFacts], bool]:
+    """A note gives a date within [lo, hi] in one of these fields."""
+    return lambda facts: any(lo <= d <= hi for name in fields for d in facts.field_dates.get(name, ()))
 
 
 def _of_kind(kinds: frozenset[str]) -> Callable[[NoteFacts], bool]:
