@@ -201,3 +201,17 @@ def test_an_english_question_finds_the_italian_note_second_not_sixth(
     assert hit.explain is not None and hit.explain["kept"] == 2
     assert found.results[0].score >= hit.score >= found.results[2].score  # its score sits between them
     assert [p for p in paths if p != answer] == [p for p in before if p != answer][: len(paths) - 1]
+    # A query naming a code asks for the notes that hold it: no note without it is kept up.
+    coded = brain.search("#1873 ordini stampati", limit=10, explain=True).results
+    assert not any(hit.explain and hit.explain.get("kept") for hit in coded), [hit.path for hit in coded]
+
+
+@pytest.mark.parametrize(("query", "coded"), [
+    ("#1873 ordini stampati", True), ("ERR-4821", True), ("FT-2026-0412", True), ("decodificare base64", True),
+    ("ticket #2290", True), ("do we ship wine to Switzerland", False), ("progetti del 2024", False),
+    ("2FA recovery codes", False), ("PHP 8 upgrade", False),
+])
+def test_a_code_is_a_ticket_or_letters_joined_to_a_number(query: str, coded: bool) -> None:
+    from brain.search import _names_a_code
+
+    assert _names_a_code(query) is coded
