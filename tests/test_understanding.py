@@ -49,6 +49,14 @@ def matching(query: str) -> list[str]:
     return [facts.notes[fid].path for fid, _, _ in FILES if found.satisfied(facts.notes[fid]) == len(found.constraints)]
 
 
+def understood_over(files: list, query: str) -> tuple[str, list[str]]:
+    """The "understood:" line of `query` over these files, and the paths that satisfy all of it."""
+    facts = understanding.IndexFacts.gather(files)
+    found = understanding.understand(query, facts, STEMS, STOP_WORDS, today=TODAY)
+    return found.line, [facts.notes[fid].path for fid, _, _ in files
+                        if found.satisfied(facts.notes[fid]) == len(found.constraints)]
+
+
 @pytest.mark.parametrize(("query", "line"), [
     ("progetti Laravel", "kind projects · stack laravel"),
     ("Laravel projects", "kind projects · stack laravel"),
@@ -150,11 +158,7 @@ def test_clients_name_the_notes_that_have_a_client_where_no_folder_is_called_so(
         files: list, query: str, line: str, paths: list[str]) -> None:
     """The notes that have a client (or a committente) are the things asked for, whatever the length of
     its value; the decision that says "client" in its file name is not one."""
-    facts = understanding.IndexFacts.gather(files)
-    found = understanding.understand(query, facts, STEMS, STOP_WORDS, today=TODAY)
-    assert found.line == line
-    assert [facts.notes[fid].path for fid, _, _ in files
-            if found.satisfied(facts.notes[fid]) == len(found.constraints)] == paths
+    assert understood_over(files, query) == (line, paths)
 
 
 def test_no_other_kind_noun_falls_back_to_a_field() -> None:
@@ -195,11 +199,7 @@ def test_a_time_after_a_start_or_end_word_is_met_by_the_field_named_so(
         files: list, query: str, line: str, paths: list[str]) -> None:
     """"Avviati nel 2025" asks for the start date, not for any date: a project that ended in 2025 after
     starting in 2023 did not start then; the field is found by its name (`started`, `data_consegna`)."""
-    facts = understanding.IndexFacts.gather(files)
-    found = understanding.understand(query, facts, STEMS, STOP_WORDS, today=TODAY)
-    assert found.line == line
-    assert [facts.notes[fid].path for fid, _, _ in files
-            if found.satisfied(facts.notes[fid]) == len(found.constraints)] == paths
+    assert understood_over(files, query) == (line, paths)
 
 
 def test_a_start_word_without_a_start_field_is_met_by_any_date() -> None:
