@@ -199,6 +199,11 @@ def query_stemmers(languages: Sequence[str]) -> list[Callable[[str], str]]:
     return [stemmer_for(language) for language in languages]
 
 
+# A code the notes are searched for as written: a ticket (#1873) or letters joined to a number
+# (ERR-4821, FT-2026-0412, base64). A query naming one asks for the notes that hold it.
+_CODE = re.compile(r"#\d+|[^\W\d_]{2,}[-_/.]?\d+(?:[-_/.]\w+)*", re.UNICODE)
+
+
 def _names_a_code(query: str) -> bool:
     """Whether a word of `query` is a code (_CODE): `#1873`, `ERR-4821`."""
     return any(_CODE.fullmatch(word.strip(".,;:!?()[]\"'")) for word in query.split())
@@ -482,9 +487,6 @@ def current_lines(text: str, start_line: int, end_line: int, query: str) -> tupl
 # The words of a query that asks for a book's navigation pages themselves.
 NAVIGATION_WORDS = frozenset({"indice", "sommario", "contents", "index", "glossario", "glossary", "toc"})
 NAVIGATION_SHARE = 0.8  # of a chunk's lines ending in a page number: a contents or index page
-# A code the notes are searched for as written: a ticket (#1873) or letters joined to a number
-# (ERR-4821, FT-2026-0412, base64). A query naming one asks for the notes that hold it.
-_CODE = re.compile(r"#\d+|[^\W\d_]{2,}[-_/.]?\d+(?:[-_/.]\w+)*", re.UNICODE)
 _ENDS_IN_PAGE = re.compile(r"(?:\d{1,4}|[ivxlc]{1,7})\s*$")
 
 

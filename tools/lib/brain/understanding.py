@@ -166,7 +166,7 @@ class IndexFacts:
         uses: dict[str, list[str]] = {}
         carriers: Counter[str] = Counter()  # field → how many notes carry a short value of it
         keyed: Counter[str] = Counter()  # field → how many notes give it any value
-        dated_by: Counter[str] = Counter()  # field → how many notes give a date in it
+        date_fields: Counter[str] = Counter()  # field → how many notes give a date in it
         shown: dict[str, dict[str, str]] = {}
         for fid, path, metadata in files:
             parts = path.split("/")[:-1]
@@ -208,7 +208,7 @@ class IndexFacts:
                         shown.setdefault(name, {}).setdefault(value, text)
                 if len(dates) > before:
                     field_dates[name] = tuple(dates[before:])
-                    dated_by[name] += 1
+                    date_fields[name] += 1
                 if found:
                     values[name] = frozenset(found)
                     uses.setdefault(name, []).extend(found)
@@ -226,7 +226,7 @@ class IndexFacts:
                 categories[name] = shown[name]
         by_path = {fold(facts.path): fid for fid, facts in notes.items()}
         return cls(notes, kinds, categories, frozenset(types), by_path, any(f.dates for f in notes.values()), shown,
-                   dict(keyed), dict(dated_by))
+                   dict(keyed), dict(date_fields))
 
 
 @dataclass(frozen=True)
@@ -361,15 +361,14 @@ def _times(query: _Words, facts: IndexFacts, today: dt.date) -> list[Constraint]
             prev = words[i - 1] if i > 0 else ""
             prev2 = words[i - 2] if i > 1 else ""
             month = MONTHS.get(prev)
-            first = i - 1  # where the time's words begin: a month or the word that places the year
-            if prev2 in _SINCE and prev in ("il", "l", "the"):
-                first = i - 2
+            since_the = prev2 in _SINCE and prev in ("il", "l", "the")  # "dal il"/"since the 2023"
+            first = i - 2 if since_the else i - 1  # where the time's words begin: a month or a placing word
             if month:
                 start = dt.date(year, month, 1)
                 end = dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
                 rng, label = (start, end), f"month {start:%Y-%m}"
                 used[i - 1] = True
-            elif prev in _SINCE or (prev2 in _SINCE and prev in ("il", "l", "the")):
+            elif prev in _SINCE or since_the:
                 rng, label = (dt.date(year, 1, 1), dt.date.max), f"since {year}"
             elif prev in _BEFORE or prev2 in _BEFORE:
                 rng, label = (dt.date.min, dt.date(year - 1, 12, 31)), f"before {year}"
