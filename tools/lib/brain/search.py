@@ -42,6 +42,10 @@ PREVIEW_CHARS = 240
 # previews' worth, so the preview can start at the line that holds a query word.
 PREVIEW_WINDOW_CHARS = 4 * PREVIEW_CHARS
 EMPTY_PREVIEW = "(no text now)"  # a changed file that is now empty or only frontmatter
+# Of a file's two best chunks within this much fused score (hybrid, in deviations), the one whose words sit
+# together stands for it (Searcher._words_together_first); candidates looked through for them, best first.
+TOGETHER_GAP = 1.0
+TOGETHER_WALK = 200
 PASSAGE_CANDIDATES = 4  # a hit's next-best chunks kept for its excerpt, which shows those apart from its own
 PASSAGE_WALK = 200  # candidates (best first) looked through for them: a store without the vectors in memory reads
 # each one's file from its rows
@@ -387,6 +391,26 @@ def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS
     return best
 
 
+def together(text: str, forms: dict[str, str], languages: Sequence[str], rarity: dict[str, float],
+             width: int = PREVIEW_CHARS) -> float:
+    """The share of the query's weight (`rarity` of each searched form) that the best stretch of `width` characters
+    of `text` holds, each word counted once: how closely the query's words sit together in it."""
+    total = sum(rarity.values())
+    matches = matched_words(text, forms, languages)[:MAX_PASSAGE_WORDS]
+    best = 0.0
+    for i, (start, _, _) in enumerate(matches):
+        seen: set[str] = set()
+        score = 0.0
+        for _, word_end, form in matches[i:]:
+            if word_end - start > width:
+                break
+            if form not in seen:
+                seen.add(form)
+                score += rarity.get(form, 0.0)
+        best = max(best, score)
+    return best / total if total else 0.0
+
+
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 PREVIEW_LEAD_CHARS = 60  # of a sentence before the best-matching words that the preview still starts with
 
@@ -588,6 +612,8 @@ class _Ranked:
     place: dict[int, tuple[int, float]]
     hidden: set[int]  # files shown by their thing's main note instead
     kept: int | None = None  # the vector half's first chunk, moved up to fusion.MEANING_FIRST_PLACE
+    # chunk → its file's best chunk, whose place and score it took (Searcher._words_together_first)
+    together: dict[int, int] = field(default_factory=dict)
 
 
 class _Picking:
@@ -718,6 +744,8 @@ class _Picking:
         )
         if ranked.understood:
             hit.satisfies = ranked.place[cid][0]
+        if cid in ranked.together and hit.explain is not None:  # the score is the file's best chunk's
+            hit.explain["words_together"] = {"best_chunk": ranked.together[cid]}
         if cid == ranked.kept and hit.explain is not None:
             hit.explain["kept"] = MEANING_FIRST_PLACE  # the vector half's first, which holds no query word
         self.hits.append(hit)
@@ -982,6 +1010,8 @@ class Searcher:
         # Chunk id orders ties only provisionally: hits of equal place end up ordered by path.
         scored = sorted(ranked.place, key=lambda cid: (-ranked.place[cid][0], -ranked.place[cid][1], cid))
         searched_forms = self._searched_forms(query, ranked.corrections, profile)
+        if asked.mode == "hybrid" and not chunks:
+            self._words_together_first(scored, ranked, searched_forms, profile)
         picking = _Picking(self, reader, ranked, ops, asked, query, chunks, _index_forms(profile), searched_forms,
                            profile.languages)
         for cid, row, file_row in self._rows_in_order(scored, asked.limit):
@@ -1129,6 +1159,63 @@ class Searcher:
             return spelling.surface_word(term, store.texts_matching(f'"{term}"', 3), languages, porter)
 
         return spelling.expansions(words, languages, porter, store.count_matches, vocabulary, surface)
+
+    def _words_together_first(
+        self, scored: list[int], ranked: _Ranked, searched: dict[str, str], profile: IndexProfile
+    ) -> None:
+        """Let a file's second-best chunk stand for it, in `scored`, when it scores within TOGETHER_GAP of the best
+        and its stretch of a preview's width holds more of the query's words (each weighed by how rare it is among
+        the index's chunks): of two near-equal chunks of a book, the page where the words sit together is the one
+        that answers. The file keeps its best chunk's place and score; only the chunk shown (its lines, pages,
+        preview) changes."""
+        if not searched:
+            return
+        first: dict[int, int] = {}
+        second: dict[int, int] = {}
+        head = scored[:TOGETHER_WALK]
+        file_of = self._files_of(head)
+        for cid in head:
+            file_id = file_of.get(cid)
+            if file_id is None:
+                continue
+            if file_id not in first:
+                first[file_id] = cid
+            elif file_id not in second:
+                second[file_id] = cid
+        place = ranked.place
+        pairs = [(first[f], c) for f, c in second.items()
+                 if place[first[f]][0] == place[c][0] and place[first[f]][1] - place[c][1] <= TOGETHER_GAP]
+        if not pairs:
+            return
+        rows = self.store.chunks_by_id([cid for pair in pairs for cid in pair])
+        rarity = self._rarity(searched, profile)
+        languages = profile.languages
+        at = {cid: i for i, cid in enumerate(scored)}
+        for best, other in pairs:
+            if best not in rows or other not in rows:
+                continue
+            if together(rows[other].text, searched, languages, rarity) > together(
+                    rows[best].text, searched, languages, rarity):
+                i, j = at[best], at[other]
+                scored[i], scored[j] = other, best
+                place[other] = place[best]
+                ranked.together[other] = best
+                ranked.fused[other] = ranked.fused[best]._replace(
+                    vector_rank=ranked.fused[other].vector_rank, keyword_rank=ranked.fused[other].keyword_rank)
+
+    def _rarity(self, searched: dict[str, str], profile: IndexProfile) -> dict[str, float]:
+        """Each searched form's inverse document frequency among the index's chunks: log(1 + N / (1 + df))."""
+        import math
+
+        # The held matrix has a row per chunk: counting the table would cost more than the search.
+        held = self._vectors
+        total = len(held[0]) if held is not None else self._index_counts(whole=True).get("chunks", 0)
+        weights: dict[str, float] = {}
+        for form, word in searched.items():
+            match = fts_match(word, profile.stems)
+            df = self.store.count_matches(match, max(total, 1)) if match else 0
+            weights[form] = math.log(1 + total / (1 + df))
+        return weights
 
     def _searched_forms(
         self, query: str, corrections: list[spelling.Expansion], profile: IndexProfile
