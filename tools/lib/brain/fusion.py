@@ -297,9 +297,12 @@ def meaning_first(
 
 
 def explained(
-    part: Fused, candidates: Candidates, cid: int, row: ChunkRow, mode: str, method: str, weight: float, asked: float
+    part: Fused, candidates: Candidates, cid: int, row: ChunkRow, mode: str, method: str, weight: float, asked: float,
+    scored_by: int | None = None,
 ) -> dict[str, Any]:
-    """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk."""
+    """How one hit's score was made: each half raw, normalised and ranked, the weights, the chunk. The halves are
+    `scored_by`'s, the chunk whose score `part` is, when the hit shows another chunk of its file."""
+    scored = cid if scored_by is None else scored_by
     if mode == "hybrid":
         weights = {"vector": round(weight, 4), "keyword": round(1 - weight, 4), "vector_asked": asked,
                    "spreads": [round(x, 4) for x in spreads(candidates)],
@@ -314,13 +317,13 @@ def explained(
         "weights": weights,
         "candidates": len(candidates.ids),
         "vector": {
-            "cosine": candidates.cosine.get(cid),
+            "cosine": candidates.cosine.get(scored),
             "normalised": part.vector,
             "rank": part.vector_rank,
             "pool": part.stats.get("vector", {}),
         },
         "keyword": {
-            "bm25": candidates.keyword.get(cid) if candidates.use_keyword else None,
+            "bm25": candidates.keyword.get(scored) if candidates.use_keyword else None,
             "normalised": part.keyword,
             "rank": part.keyword_rank,
             "pool": part.stats.get("keyword", {}),

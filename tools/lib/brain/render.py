@@ -129,8 +129,9 @@ def _explain_lines(hit: Any) -> list[str]:
         lines.append(f"        kept at place {e['kept']}: the vector half's first, though it holds no query word "
                      "(its score set between the results around it)")
     if e.get("words_together"):
-        lines.append(f"        shown for the file's best chunk #{e['words_together']['best_chunk']}, whose place and "
-                     "score it has: within a deviation of it, and the query's words sit closer together here")
+        lines.append(f"        the scores above are the file's best chunk #{e['words_together']['best_chunk']}'s; this "
+                     "chunk is shown in its place: within a deviation of it, and the query's words sit closer "
+                     "together here")
     chunk = e.get("chunk", {})
     lines.append(f"        chunk #{chunk.get('id')} lines {hit.start_line}-{hit.end_line} {hit.heading_path}".rstrip())
     return lines

@@ -365,30 +365,37 @@ def word_weights(matches: list[tuple[int, int, str]]) -> dict[str, float]:
     return {form: 1.0 / count for form, count in counts.items()}
 
 
-def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS) -> tuple[int, int] | None:
-    """The [start, end) of the stretch of at most `width` characters that holds the most of the query's words
-    (matched_words), each counted once and weighted by how rare it is in this text: a word on every line of a
-    chunk cannot say which line answers, the one word found once can. Of equal ones, the tightest. None when no
-    word matched."""
+def best_stretch(matches: list[tuple[int, int, str]], weight: dict[str, float],
+                 width: int = PREVIEW_CHARS) -> tuple[float, int, int] | None:
+    """(score, start, end) of the stretch of at most `width` characters whose matched words (matched_words),
+    each counted once at its `weight`, weigh the most; of equal ones, the tightest, then the earliest. None when
+    no word matched."""
     matches = matches[:MAX_PASSAGE_WORDS]
     if not matches:
         return None
-    weight = word_weights(matches)
-    best, best_key = (matches[0][0], matches[0][1]), (-1.0, 0)
+    best, best_key = (0.0, matches[0][0], matches[0][1]), (-1.0, 0)
     for i, (start, _, _) in enumerate(matches):
         seen: set[str] = set()
         score, end = 0.0, start
-        for word_start, word_end, form in matches[i:]:
+        for _, word_end, form in matches[i:]:
             if word_end - start > width:
                 break
             if form not in seen:
                 seen.add(form)
-                score += weight[form]
+                score += weight.get(form, 0.0)
             end = word_end
-        key = (round(score, 9), start - end)  # ties: the tightest stretch, then the earliest
+        key = (round(score, 9), start - end)
         if key > best_key:
-            best, best_key = (start, end), key
+            best, best_key = (score, start, end), key
     return best
+
+
+def best_passage(matches: list[tuple[int, int, str]], width: int = PREVIEW_CHARS) -> tuple[int, int] | None:
+    """The [start, end) of the stretch of at most `width` characters that holds the most of the query's words
+    (matched_words), each counted once and weighted by how rare it is in this text: a word on every line of a
+    chunk cannot say which line answers, the one word found once can. None when no word matched."""
+    found = best_stretch(matches, word_weights(matches[:MAX_PASSAGE_WORDS]), width)
+    return None if found is None else (found[1], found[2])
 
 
 def together(text: str, forms: dict[str, str], languages: Sequence[str], rarity: dict[str, float],
@@ -396,19 +403,8 @@ def together(text: str, forms: dict[str, str], languages: Sequence[str], rarity:
     """The share of the query's weight (`rarity` of each searched form) that the best stretch of `width` characters
     of `text` holds, each word counted once: how closely the query's words sit together in it."""
     total = sum(rarity.values())
-    matches = matched_words(text, forms, languages)[:MAX_PASSAGE_WORDS]
-    best = 0.0
-    for i, (start, _, _) in enumerate(matches):
-        seen: set[str] = set()
-        score = 0.0
-        for _, word_end, form in matches[i:]:
-            if word_end - start > width:
-                break
-            if form not in seen:
-                seen.add(form)
-                score += rarity.get(form, 0.0)
-        best = max(best, score)
-    return best / total if total else 0.0
+    found = best_stretch(matched_words(text, forms, languages), rarity, width)
+    return found[0] / total if total and found is not None else 0.0
 
 
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
@@ -740,7 +736,7 @@ class _Picking:
             heading_path=row.heading_path,
             chunk_id=cid,
             explain=explained(part, ranked.candidates, cid, row, asked.mode, asked.method, ranked.weight,
-                             asked.weight),
+                             asked.weight, scored_by=ranked.together.get(cid, cid)),
         )
         if ranked.understood:
             hit.satisfies = ranked.place[cid][0]
@@ -1200,8 +1196,7 @@ class Searcher:
                 scored[i], scored[j] = other, best
                 place[other] = place[best]
                 ranked.together[other] = best
-                ranked.fused[other] = ranked.fused[best]._replace(
-                    vector_rank=ranked.fused[other].vector_rank, keyword_rank=ranked.fused[other].keyword_rank)
+                ranked.fused[other] = ranked.fused[best]
 
     def _rarity(self, searched: dict[str, str], profile: IndexProfile) -> dict[str, float]:
         """Each searched form's inverse document frequency among the index's chunks: log(1 + N / (1 + df))."""
@@ -1211,10 +1206,12 @@ class Searcher:
         held = self._vectors
         total = len(held[0]) if held is not None else self._index_counts(whole=True).get("chunks", 0)
         weights: dict[str, float] = {}
+        df_of: dict[str, int] = {}  # several forms can search the same word
         for form, word in searched.items():
-            match = fts_match(word, profile.stems)
-            df = self.store.count_matches(match, max(total, 1)) if match else 0
-            weights[form] = math.log(1 + total / (1 + df))
+            match = fts_match(word, profile.stems) or ""
+            if match not in df_of:
+                df_of[match] = self.store.count_matches(match, max(total, 1)) if match else 0
+            weights[form] = math.log(1 + total / (1 + df_of[match]))
         return weights
 
     def _searched_forms(
