@@ -185,6 +185,27 @@ def test_contents_and_index_pages_rank_below_the_pages_they_point_to(tmp_path: P
     assert asked.results[0].pages[0] == 1  # asked for by name: the contents page stands where its words put it
 
 
+def test_a_chunk_of_a_few_long_contents_lines_is_a_navigation_page_too(tmp_path: Path) -> None:
+    """Books issue: a contents page's long entries make chunks of four or five lines, 22 more top-5 slots."""
+    from brain.search import is_navigation
+
+    topics = ["boats", "harbour", "nets", "tides", "gulls", "ropes", "sails", "oars"] * 2
+    contents = "\n".join(f"{n}.{n}. The walrus and the {topic} " + ". " * 30 + str(n * 7)
+                         for n, topic in enumerate(topics, 1))
+    chapter = "Chapter three\nThe walrus sleeps on the harbour stones and watches the boats come in." + _FILLER
+    write(tmp_path, {"book.pdf": pdf_of_pages([contents, _FILLER, chapter]),
+                     "brain.toml": "[chunking]\nchunk_chars = 400\noverlap_chars = 0\n"})
+    Brain(tmp_path).index()
+    found = Brain(tmp_path).search("walrus harbour boats", mode="bm25", chunks=True, no_cutoff=True).results
+    contents_hits = [hit for hit in found if hit.pages == [1]]
+    assert len(contents_hits) >= 3 and all(hit.end_line - hit.start_line < 5 for hit in contents_hits)
+    assert 3 in found[0].pages and found[-len(contents_hits):] == contents_hits, [(h.pages, h.score) for h in found]
+    assert 3 in Brain(tmp_path).search("walrus harbour boats", mode="bm25").results[0].pages  # one per file
+    # Code whose lines end in numbers is not one, however short: no dot leaders lead to them.
+    assert not is_navigation("x = 5 * 2\nprint(x)  # 10\ny = x + 1\nz = y ** 2\nw = 121")
+    assert is_navigation("2.4. Script mode . . . . . . . . 11\n2.5. Order of operations . . . . . . . . . 12")
+
+
 def test_pages_in_text_are_runs_with_their_printed_labels() -> None:
     from brain.texts import labelled_pages
 

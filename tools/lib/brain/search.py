@@ -507,7 +507,9 @@ def current_lines(text: str, start_line: int, end_line: int, query: str) -> tupl
 # The words of a query that asks for a book's navigation pages themselves.
 NAVIGATION_WORDS = frozenset({"indice", "sommario", "contents", "index", "glossario", "glossary", "toc"})
 NAVIGATION_SHARE = 0.8  # of a chunk's lines ending in a page number: a contents or index page
+NAVIGATION_LINES = 6  # fewer lines ending in a number can be code or a table; fewer with dot leaders cannot
 _ENDS_IN_PAGE = re.compile(r"(?:\d{1,4}|[ivxlc]{1,7})\s*$")
+_LEADER_TO_PAGE = re.compile(r"(?:\.\s?){3,}\s*(?:\d{1,4}|[ivxlc]{1,7})\s*$")  # "Sets . . . . . 203"
 
 
 def _without_kind_words(query: str, understood: understanding.Understood) -> str | None:
@@ -521,15 +523,17 @@ def _without_kind_words(query: str, understood: understanding.Understood) -> str
 
 
 def is_navigation(text: str) -> bool:
-    """True for a table of contents or a back index: at least 6 lines, nearly all ending in a page number.
+    """True for a table of contents or a back index: nearly all of its lines end in a page number, and it has at
+    least NAVIGATION_LINES of them or, as a contents page's long lines make a chunk of four or five, those lines
+    reach their number through dot leaders.
 
-    On the two books of the judged set such pages (0.82-1.0 of their lines) held 20 of 295 top-5 slots;
-    pages of code or figures, the nearest others, end 0.50-0.66 of their lines in a number.
+    On the two books of the judged set such pages (0.82-1.0 of their lines) held 20 of 295 top-5 slots, and chunks
+    of four or five contents lines 22 more; pages of code or figures, the nearest others, end 0.50-0.66 of their
+    lines in a number, and have no dot leaders.
     """
     lines = [line for line in text.split("\n") if line.strip()]
-    if len(lines) < 6:
-        return False
-    return sum(bool(_ENDS_IN_PAGE.search(line)) for line in lines) >= NAVIGATION_SHARE * len(lines)
+    ending = _ENDS_IN_PAGE if len(lines) >= NAVIGATION_LINES else _LEADER_TO_PAGE
+    return len(lines) >= 2 and sum(bool(ending.search(line)) for line in lines) >= NAVIGATION_SHARE * len(lines)
 
 
 def _porter_form(word: str, porter: bool) -> str:
