@@ -302,6 +302,19 @@ def test_a_real_word_the_notes_lack_is_no_typo(tmp_path: Path) -> None:
     assert not in_dictionary("encription", ["english", "italian"])
 
 
+def test_a_dictionary_answers_alike_from_its_text_and_from_its_set() -> None:
+    # A whole search looks words up in the list's JSON text; a server, after SCANS_BEFORE_SET lookups, in a set.
+    from brain.spelling import SCANS_BEFORE_SET, _WordList
+
+    words = _WordList(b'{\n"abate": 684,\n"cat": 50,\n"perch\xc3\xa9": 7\n}')
+    asked = ["abate", "bate", "abat", "cat", "ca", "perché", "perche", 'a"b', "684", ""]
+    expected = [True, False, False, True, False, True, False, False, False, False]
+    assert [w in words for w in asked] == expected and words.words is None
+    for _ in range(SCANS_BEFORE_SET):
+        "cat" in words
+    assert [w in words for w in asked] == expected and words.words == frozenset({"abate", "cat", "perché"})
+
+
 def test_two_swapped_letters_are_one_edit() -> None:
     assert edit_distance("grpah", "graph", 1) == 1  # Levenshtein: 2, so a five-letter word was never corrected
     assert edit_distance("vidoe", "video", 1) == 1

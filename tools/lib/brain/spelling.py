@@ -17,6 +17,7 @@ only (max_edits): at that length two edits turn any word into many others.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -65,19 +66,39 @@ def _porter() -> Callable[[str], str]:
     return snowballstemmer.stemmer("porter").stemWord
 
 
+SCANS_BEFORE_SET = 20  # lookups a dictionary answers from its text before the process (a server) builds a set
+
+
+class _WordList:
+    """One language's list in pyspellchecker: a JSON object whose keys are its lower-case words. A whole `brain
+    search` looks up a few words, each found in the text in 1-2 ms, where parsing the JSON took 0.15-0.2 s per
+    language on every such search; a process that has looked up SCANS_BEFORE_SET words (a server) parses it once
+    and then looks words up in a set."""
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+        self.words: frozenset[str] | None = None
+        self.scans = 0
+
+    def __contains__(self, word: str) -> bool:
+        if self.words is None and self.scans >= SCANS_BEFORE_SET:
+            self.words = frozenset(json.loads(self.text))
+        if self.words is not None:
+            return word in self.words
+        self.scans += 1
+        return '"' not in word and b'"' + word.encode() + b'":' in self.text  # the key exactly, as JSON writes it
+
+
 @functools.lru_cache(maxsize=None)
-def _dictionary(code: str) -> frozenset[str] | None:
-    """The words of one language's list in pyspellchecker (lower case), read once (about 0.1 s), or None
-    without it. Its JSON is read as it is: the spell checker itself took five times longer to set up."""
+def _dictionary(code: str) -> _WordList | None:
+    """One language's word list, read once, or None without pyspellchecker."""
     import gzip
-    import json
     from importlib.resources import files
 
     try:
-        data = (files("spellchecker") / "resources" / f"{code}.json.gz").read_bytes()
+        return _WordList(gzip.decompress((files("spellchecker") / "resources" / f"{code}.json.gz").read_bytes()))
     except (ModuleNotFoundError, OSError):
         return None
-    return frozenset(json.loads(gzip.decompress(data)))
 
 
 def in_dictionary(word: str, languages: Sequence[str]) -> bool:
