@@ -126,6 +126,11 @@ def test_usage_errors_exit_2(example_notes: Path) -> None:
     one_line_error(invoke("--root", str(example_notes), "search", "  "), 2, "empty query")
     one_line_error(invoke("--root", str(example_notes), "search", "?!*"), 2, "no words")
     one_line_error(invoke("--root", str(example_notes), "search", "x", "--where", "status"), 2, "key=value")
+    # A word with a leading minus (the operator that leaves notes out) first reads as short options.
+    one_line_error(invoke("--root", str(example_notes), "search", "nginx", "-draft"), 2,
+                   "'-draft' was read as options; put -- before the query, e.g. `brain search -- -draft`")
+    assert invoke("--root", str(example_notes), "search", "--", "nginx", "-draft").returncode == 0
+    assert "read as options" not in invoke("--root", str(example_notes), "search", "x", "-z").stderr
 
 
 def test_missing_root_and_root_that_is_a_file(tmp_path: Path) -> None:

@@ -786,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except click.UsageError as exc:
         where = f"`{exc.ctx.command_path} --help`" if exc.ctx else "`brain --help`"
-        message = " ".join(exc.format_message().split())
+        message = " ".join(exc.format_message().split()) + _dash_word_hint(exc, sys.argv[1:] if argv is None else argv)
         sys.stderr.write(f"brain: {message} (see {where})\n")
         return EXIT_USAGE
     except click.Abort as exc:
@@ -810,6 +810,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return known.exit_code
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
+
+
+def _dash_word_hint(exc: click.UsageError, args: Sequence[str]) -> str:
+    """For a command that takes words (a query, a pattern) and a word with a leading dash that click read as
+    short options ("-draft": the operator that leaves notes out), how to pass it as words."""
+    if not isinstance(exc, click.NoSuchOption) or exc.ctx is None or exc.option_name.startswith("--"):
+        return ""
+    if not any(isinstance(param, click.Argument) for param in exc.ctx.command.params):
+        return ""
+    word = next((a for a in args if a.startswith(exc.option_name) and len(a) > 2 and a[1:2].isalpha()), None)
+    if word is None:
+        return ""
+    return f" '{word}' was read as options; put -- before the query, e.g. `{exc.ctx.command_path} -- {word}`"
 
 
 def _interrupted(exc: BaseException | None) -> int:
