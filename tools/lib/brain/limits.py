@@ -7,6 +7,7 @@ Pure constants: importing this costs nothing.
 
 from __future__ import annotations
 
+SEARCH_MODES = ("hybrid", "bm25", "vector")  # the values a search's mode takes
 MAX_QUERY_CHARS = 2000  # a question is a sentence or a paragraph; 1 MB took 286 s under the folder's lock
 # RE2 is linear in the text, but its cost also grows with the pattern: a 100 KB alternation over a
 # 10 MB note ran out of RE2's DFA memory and fell back to a slower engine (330 s); 2,000 characters

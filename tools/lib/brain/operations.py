@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .config import SEARCH_MODES
-
 from .limits import (  # noqa: F401 - re-exported: the doors read every bound from this table's module
     DEFAULT_GREP_LIMIT,
     MAX_ASK_BUDGET,
@@ -26,6 +24,7 @@ from .limits import (  # noqa: F401 - re-exported: the doors read every bound fr
     MAX_READ_BYTES,
     MAX_SEARCH_LIMIT,
     MIN_EXCERPT_CHARS,
+    SEARCH_MODES,
 )
 
 ParamType = Literal["str", "int", "float", "bool", "list"]

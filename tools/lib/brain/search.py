@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from .config import FUSION_METHODS, SEARCH_MODES, Settings
+from .config import FUSION_METHODS, Settings
 from .embeddings import Embedder, one_blas_thread
 from .errors import BrainError
 from . import operators, sources, spelling, understanding
@@ -29,7 +29,7 @@ from .fusion import (
     explained, fuse, is_weak, meaning_first, normaliser,
 )
 from .operators import Filter, Operators, parse_filter
-from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS
+from .limits import MAX_EXCERPT_CHARS, MAX_QUERY_CHARS, MIN_EXCERPT_CHARS, SEARCH_MODES
 from .stemming import FUNCTION_WORDS, stated_language
 from .stemming import WORD as _TOKEN
 from .stemming import query_languages as query_languages_for
