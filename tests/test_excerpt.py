@@ -227,3 +227,18 @@ def test_a_word_that_only_starts_like_a_query_word_is_not_it() -> None:
     assert "defaultdict" in window_of(relevant_excerpt(text, query, budget=1200))  # by prefix, the decoy wins
     whole = relevant_excerpt(text, query, budget=1200, same_word=lambda word: word.lower() in {"default", "value"})
     assert answer.strip() in window_of(whole) and "defaultdict" not in whole.text
+
+
+def test_a_passage_that_ranked_by_meaning_alone_is_shown_whole() -> None:
+    """Books issue: an English question over the Italian book ranked the right chunk, whose answer sat past the first
+    thousand characters: with no query word in it, nothing says which part answers, so all of it is shown."""
+    meaning = "".join(f"riga {n} del passaggio che risponde per significato, senza parole della domanda\n"
+                      for n in range(18))  # about 1,500 characters
+    second = "the type inference of the compiler is described here\n"
+    text = filler(20, 41) + meaning + filler(300, 42) + second + filler(300, 43)
+    start = text.index(meaning)
+    excerpt = relevant_excerpt(text, "type inference", budget=2000, around=(start, start + len(meaning)),
+                               also=[_passage(text, second)])
+    assert meaning in excerpt.text and second.strip() in excerpt.text
+    assert len(excerpt.text) <= 2000 and excerpt.text.count(SEPARATOR) == 1
+    assert [text[a:b] for a, b in excerpt.spans] == excerpt.text.removesuffix(TRUNCATED).split(SEPARATOR)

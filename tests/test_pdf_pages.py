@@ -185,6 +185,26 @@ def test_contents_and_index_pages_rank_below_the_pages_they_point_to(tmp_path: P
     assert asked.results[0].pages[0] == 1  # asked for by name: the contents page stands where its words put it
 
 
+def test_an_excerpt_shows_no_contents_page_unless_asked(tmp_path: Path) -> None:
+    """Books issue: "what is type inference" showed, beside the right page, a window on the contents lines that
+    name its section: their words are the question's, their text no answer."""
+    # 24 entries: a chunk of about 1,000 characters, with a line or two of the next page.
+    topics = (["boats", "harbour", "nets", "tides", "gulls", "ropes", "sails", "oars", "docks", "waves"] * 3)[:24]
+    contents = "Contents\n" + "\n".join(f"{n}. The walrus and the {topic} . . . {n * 7}"
+                                         for n, topic in enumerate(topics, 1))
+    chapter = "Chapter three\nThe walrus sleeps on the harbour stones and watches the boats come in." + _FILLER
+    write(tmp_path, {"book.pdf": pdf_of_pages([contents, _FILLER * 5, _FILLER * 5, chapter]),
+                     "brain.toml": "[chunking]\nchunk_chars = 1000\noverlap_chars = 0\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    last_contents_line = 1 + len(topics)
+    hit = brain.search("walrus harbour boats", mode="bm25", excerpt_chars=2000).results[0]
+    assert 4 in hit.pages and hit.excerpt is not None and "watches the boats" in hit.excerpt
+    assert all(start > last_contents_line for start, _ in hit.passages), hit.passages
+    asked = brain.search("indice walrus harbour boats", mode="bm25", excerpt_chars=2000).results[0]
+    assert asked.pages[0] == 1 and "The walrus and the" in (asked.excerpt or "")  # asked for by name
+
+
 def test_a_chunk_of_a_few_long_contents_lines_is_a_navigation_page_too(tmp_path: Path) -> None:
     """Books issue: a contents page's long entries make chunks of four or five lines, 22 more top-5 slots."""
     from brain.search import is_navigation

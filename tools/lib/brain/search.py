@@ -904,7 +904,7 @@ class Searcher:
                 response = self._respond(query, text, ranked, ops, asked, paths, filters, chunks, no_cutoff,
                                          reader, profile)
                 if (passages or excerpt_chars is not None) and not chunks:
-                    self._add_passages(response.results, ranked.place)
+                    self._add_passages(response.results, ranked.place, text)
             documents = _documents(reader, response.results)
             _add_offsets(documents, response.results)
             if excerpt_chars is not None:
@@ -1040,10 +1040,11 @@ class Searcher:
                               searched_forms=searched_forms, languages=profile.languages,
                               cut_off=len(hits) - len(shown), cutoff=cutoff)
 
-    def _add_passages(self, hits: list[SearchHit], place: dict[int, tuple[int, float]]) -> None:
+    def _add_passages(self, hits: list[SearchHit], place: dict[int, tuple[int, float]], query: str) -> None:
         """Give each hit the line spans of its file's next-best candidate chunks (PASSAGE_CANDIDATES: a few more
         than an excerpt shows, since those that overlap its own are left out there), best first, from the first
-        PASSAGE_WALK candidates. Not for a changed file: its lines moved."""
+        PASSAGE_WALK candidates. Not for a changed file: its lines moved. A book's contents and index pages are
+        left out unless the query asks for them: their titles hold the query's words, their text no answer."""
         own = {hit.chunk_id: hit for hit in hits if not hit.stale}
         if not own:
             return
@@ -1051,13 +1052,17 @@ class Searcher:
         file_of = self._files_of(list(own) + order)
         by_file = {file_of[cid]: hit for cid, hit in own.items() if cid in file_of}
         others: dict[int, list[int]] = {}
+        looked = 2 * PASSAGE_CANDIDATES  # twice as many as kept, for those that are navigation pages
         for cid in order:
             fid = file_of.get(cid, -1)
-            if fid in by_file and cid != by_file[fid].chunk_id and len(others.setdefault(fid, [])) < PASSAGE_CANDIDATES:
+            if fid in by_file and cid != by_file[fid].chunk_id and len(others.setdefault(fid, [])) < looked:
                 others[fid].append(cid)
         rows = self.store.chunks_by_id([cid for ids in others.values() for cid in ids])
+        navigation_asked = not NAVIGATION_WORDS.isdisjoint(fold(term) for term in query_terms(query))
         for fid, ids in others.items():
-            by_file[fid].passages = [(rows[cid].start_line, rows[cid].end_line) for cid in ids if cid in rows]
+            kept = [rows[cid] for cid in ids if cid in rows
+                    and (navigation_asked or not (rows[cid].pages and is_navigation(rows[cid].text)))]
+            by_file[fid].passages = [(row.start_line, row.end_line) for row in kept[:PASSAGE_CANDIDATES]]
 
     def index_facts(self) -> understanding.IndexFacts:
         """The folders, frontmatter values and dates of every indexed file, read again only after a write."""
