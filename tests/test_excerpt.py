@@ -242,3 +242,7 @@ def test_a_passage_that_ranked_by_meaning_alone_is_shown_whole() -> None:
     assert meaning in excerpt.text and second.strip() in excerpt.text
     assert len(excerpt.text) <= 2000 and excerpt.text.count(SEPARATOR) == 1
     assert [text[a:b] for a, b in excerpt.spans] == excerpt.text.removesuffix(TRUNCATED).split(SEPARATOR)
+    for budget in (100, 300, 600, 900):  # a budget too small for the whole passage still bounds the excerpt
+        small = relevant_excerpt(text, "type inference", budget=budget, around=(start, start + len(meaning)),
+                                 also=[_passage(text, second)])
+        assert len(small.text) <= budget, (budget, len(small.text))

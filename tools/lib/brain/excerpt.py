@@ -371,8 +371,8 @@ def _passages(text: str, query: str, budget: int, head_chars: int, passages: lis
     room = window_chars * count
     shown_whole = False
     for n, around in enumerate(passages):
-        if n == 1 and shown_whole:  # the others share what the first left
-            window_chars = max(OTHER_PASSAGE_CHARS, (room - (spans[0][1] - spans[0][0])) // (count - 1))
+        if n == 1 and shown_whole:  # the others share what the first left (never past the budget)
+            window_chars = (room - (spans[0][1] - spans[0][0])) // (count - 1)
         cluster = terms.best_window(window_chars, head_end, around)
         if cluster is None:
             first = max(head_end, around[0])
