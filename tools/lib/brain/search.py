@@ -536,6 +536,16 @@ def is_navigation(text: str) -> bool:
     return len(lines) >= 2 and sum(bool(ending.search(line)) for line in lines) >= NAVIGATION_SHARE * len(lines)
 
 
+def is_navigation_chunk(row: ChunkRow) -> bool:
+    """A chunk of a PDF's contents or index pages (is_navigation): notes have no pages, and never are."""
+    return bool(row.pages) and is_navigation(row.text)
+
+
+def asks_for_navigation(query: str) -> bool:
+    """Whether `query` asks for a book's navigation pages themselves (NAVIGATION_WORDS)."""
+    return not NAVIGATION_WORDS.isdisjoint(fold(term) for term in query_terms(query))
+
+
 def _porter_form(word: str, porter: bool) -> str:
     """`word` as a porter tokenizer stores it (itself without porter)."""
     return spelling.index_forms(word, ("none",), porter)[0] if porter else word
@@ -630,7 +640,7 @@ class _Picking:
         self.terms = [fold(t) for t in query_terms(query)]
         # A book's contents and index pages (lines of titles and page numbers) rank below its other
         # pages, unless the query asks for them: a file's next chunk stands for it if one comes.
-        self.navigation_asked = not NAVIGATION_WORDS.isdisjoint(self.terms)
+        self.navigation_asked = asks_for_navigation(query)
         self.hits: list[SearchHit] = []
         self.dropped: list[str] = []
         self.seen_files: set[int] = set()
@@ -657,7 +667,7 @@ class _Picking:
             if file_row.path not in self.dropped:
                 self.dropped.append(file_row.path)
             return True
-        if not self.navigation_asked and row.pages and is_navigation(row.text):
+        if not self.navigation_asked and is_navigation_chunk(row):
             if not self.chunks:
                 self.deferred.setdefault(row.file_id, (cid, row, file_row))
                 return True
@@ -1058,10 +1068,10 @@ class Searcher:
             if fid in by_file and cid != by_file[fid].chunk_id and len(others.setdefault(fid, [])) < looked:
                 others[fid].append(cid)
         rows = self.store.chunks_by_id([cid for ids in others.values() for cid in ids])
-        navigation_asked = not NAVIGATION_WORDS.isdisjoint(fold(term) for term in query_terms(query))
+        navigation_asked = asks_for_navigation(query)
         for fid, ids in others.items():
-            kept = [rows[cid] for cid in ids if cid in rows
-                    and (navigation_asked or not (rows[cid].pages and is_navigation(rows[cid].text)))]
+            kept = [rows[cid] for cid in ids
+                    if cid in rows and (navigation_asked or not is_navigation_chunk(rows[cid]))]
             by_file[fid].passages = [(row.start_line, row.end_line) for row in kept[:PASSAGE_CANDIDATES]]
 
     def index_facts(self) -> understanding.IndexFacts:
