@@ -91,6 +91,31 @@ def test_the_exact_title_of_a_note_without_h1_ranks_it_first(brain: Brain) -> No
     assert _paths(brain.search(title, mode="hybrid"))[0] == "help/Sync your notes across devices.md"
 
 
+def test_a_query_that_is_a_whole_title_ranks_that_note_above_longer_titles_holding_it(tmp_path: Path) -> None:
+    # Pages of a command reference, as tldr writes them: the wrapper's page is short and says "ffmpeg"
+    # in every line, the tool's own page is long and says it once per example. Typing the title must find
+    # the note of that title, not the longer title that holds it: one word or two.
+    examples = "".join(f"- Example {n} of the tool at work:\n\n`ffmpeg -i in{n}.mp4 -vn out{n}.mp3`\n\n"
+                       for n in range(12))
+    write(tmp_path, {
+        "common/ffmpeg.md": "# ffmpeg\n\n> Video conversion tool.\n\n" + examples,
+        "common/nano-ffmpeg.md": ("# nano-ffmpeg\n\n> A wrapper for `ffmpeg` with a file browser.\n\n"
+                                  "- Start `nano-ffmpeg` on `ffmpeg` files:\n\n`nano-ffmpeg`\n"),
+        "common/git-rebase.md": ("# git rebase\n\n> Reapply commits from one branch on top of another branch.\n\n"
+                                 + "".join(f"- Move topic {n} onto the main line:\n\n`git switch topic{n}`\n\n"
+                                           for n in range(10))),
+        "common/git-rebase-patch.md": ("# git rebase-patch\n\n> Find the git commit a git rebase patch applies to.\n\n"
+                                       "- Find it for git rebase:\n\n`git rebase-patch {{path/to/file.patch}}`\n"),
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    for mode in ("bm25", "hybrid"):
+        assert _paths(brain.search("ffmpeg", mode=mode))[0] == "common/ffmpeg.md", mode
+        assert _paths(brain.search("git rebase", mode=mode))[0] == "common/git-rebase.md", mode
+    # Without the title in question, the longer title still holds the words and is found.
+    assert _paths(brain.search("rebase patch", mode="bm25"))[0] == "common/git-rebase-patch.md"
+
+
 def test_a_renamed_note_is_found_by_its_new_name(tmp_path: Path) -> None:
     write(tmp_path, {"old-name.md": "Some text about gardening.\n", "other.md": "Nothing here.\n"})
     brain = Brain(tmp_path)

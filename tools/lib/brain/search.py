@@ -259,6 +259,10 @@ def word_terms(
 # chunks' BM25 is raised by this share; measured in docs/decisions/09-field-weights.md. Done on
 # the candidates in Python: a second FTS5 query over the title column cost as much as the first.
 TITLE_MATCH_WEIGHT = 1.0
+# A note whose title is the query's content words and nothing more ("ffmpeg", "git rebase") is raised
+# again by this share, one word or many: a longer title that merely holds them ("nano-ffmpeg", "git
+# rebase patch") is another note. Measured in docs/decisions/59-exact-title-first.md.
+EXACT_TITLE_WEIGHT = 1.0
 
 
 def _index_forms(profile: IndexProfile) -> Callable[[str], list[str]]:
@@ -272,19 +276,23 @@ def phrase_term(phrase: str, stem: Callable[[str], str]) -> str:
     return '"' + " ".join(stem(t) for t in _TOKEN.findall(phrase)) + '"'
 
 
-def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[str]] | None:
-    """Each content word of `query` as the index may store it (a set of forms), or None under two content words."""
-    words: list[set[str]] = []
-    for word in dict.fromkeys(query_terms(query)):
-        if word not in STOP_WORDS:
-            words.append({_porter_form(s, porter) for s in spelling.stems(word, languages)})
-    return words if len(words) >= 2 else None
+def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[str]]:
+    """Each content word of `query` as the index may store it (a set of forms)."""
+    return [{_porter_form(s, porter) for s in spelling.stems(word, languages)}
+            for word in dict.fromkeys(query_terms(query)) if word not in STOP_WORDS]
 
 
 def title_holds(title: str, words: list[set[str]], porter: bool) -> bool:
     """True when the stored (stemmed) `title` holds a form of every word."""
     present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(title)}
     return all(forms & present for forms in words)
+
+
+def title_is(title: str, words: list[set[str]], porter: bool) -> bool:
+    """True when the stored (stemmed) `title` holds a form of every word and no other content word."""
+    present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(title) if fold(t) not in STOP_WORDS}
+    return bool(present) and title_holds(title, words, porter) and all(
+        any(form in forms for forms in words) for form in present)
 
 
 def check_query_length(query: str, what: str = "query") -> None:
@@ -1392,16 +1400,21 @@ class Searcher:
         return {cid for cid, fid in file_of.items() if files[fid].language and files[fid].language != language}
 
     def _raise_whole_titles(self, query: str, found: Candidates, profile: IndexProfile) -> None:
-        """Raise the BM25 of candidates whose note title holds every content word of the query (TITLE_MATCH_WEIGHT)."""
+        """Raise the BM25 of candidates whose note title holds every content word of a query of two or more
+        (TITLE_MATCH_WEIGHT), and again of those whose title is those words and no other (EXACT_TITLE_WEIGHT)."""
         porter = profile.porter
-        words = title_words(query, profile.languages, porter) if TITLE_MATCH_WEIGHT else None
-        if words is None:
+        words = title_words(query, profile.languages, porter)
+        if not words:
             return
         matched = [cid for cid, score in found.keyword.items() if score > 0]
         for cid, title in self.store.chunk_titles(matched).items():
-            if title and title_holds(title, words, porter):
+            if not title:
+                continue
+            if len(words) >= 2 and title_holds(title, words, porter):
                 found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT
                 found.titled = True
+            if title_is(title, words, porter):
+                found.keyword[cid] *= 1 + EXACT_TITLE_WEIGHT
 
     def _keyword_thread(self) -> ThreadPoolExecutor:
         if self._executor is None:
