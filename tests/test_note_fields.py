@@ -327,6 +327,50 @@ def test_a_real_word_the_notes_lack_is_no_typo(tmp_path: Path) -> None:
     assert not in_dictionary("encription", ["english", "italian"])
 
 
+def test_the_vector_half_reads_a_typo_as_its_correction(tmp_path: Path) -> None:
+    """The model reads "jounralctl" as noise: the vector half encodes the query with the correction in its place,
+    so its cosines are those of "journalctl follow logs" (decision 60); the keyword half still searches both."""
+    write(tmp_path, {
+        "linux/journalctl.md": ("# journalctl\n\n> Query the systemd journal.\n\n- Show the logs and follow new "
+                                "messages as they arrive:\n\n`journalctl --follow`\n"),
+        "common/pueue-follow.md": "# pueue follow\n\n> Follow the output of a running task.\n\n`pueue follow`\n",
+        "common/docker-logs.md": "# docker logs\n\n> Print the logs of a container.\n\n`docker logs --follow`\n",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    typed, meant = "jounralctl follow logs", "journalctl follow logs"
+    hybrid = brain.search(typed, mode="hybrid")
+    assert hybrid.also_searched == ["journalctl"] and _paths(hybrid)[0] == "linux/journalctl.md"
+
+    def cosine(query: str, mode: str) -> float:
+        hit = next(h for h in brain.search(query, mode=mode, no_cutoff=True).results if h.path == "linux/journalctl.md")
+        assert hit.explain is not None
+        return float(hit.explain["vector"]["cosine"])
+
+    assert cosine(typed, "hybrid") == pytest.approx(cosine(meant, "vector"))
+    assert cosine(typed, "hybrid") != pytest.approx(cosine(typed, "vector"))  # vector mode reads it as typed
+
+
+def test_a_query_keeps_its_real_words_and_takes_the_nearest_correction_of_a_typo() -> None:
+    from brain.spelling import Expansion, corrected
+
+    def expansion(word: str, *shown: str) -> Expansion:
+        return Expansion(word, shown, shown)
+
+    languages = ["english", "italian"]
+    assert corrected("jounralctl follow logs", [expansion("jounralctl", "journalctl")], languages) == \
+        "journalctl follow logs"
+    # Of two corrections, the one written nearest the typed word ("phased" came first by its stem).
+    assert corrected("phising registrar", [expansion("phising", "phased", "phishing")], languages) == \
+        "phishing registrar"
+    # A real word the notes lack keeps its meaning for the model; only whole words are replaced.
+    assert corrected("healthcare projects", [expansion("healthcare", "health")], languages) == "healthcare projects"
+    assert corrected("ffmpge ffmpgexyz", [expansion("ffmpge", "ffmpeg")], languages) == "ffmpeg ffmpgexyz"
+    # Near only by its stem, or a code: as typed (SciFact: "matasteses", searched as "metastable"; "aPKCz").
+    assert corrected("in matasteses", [expansion("matasteses", "metastable")], languages) == "in matasteses"
+    assert corrected("aPKCz causes", [expansion("aPKCz", "apkc")], languages) == "aPKCz causes"
+
+
 def test_a_dictionary_answers_alike_from_its_text_and_from_its_set() -> None:
     # A whole search looks words up in the list's JSON text; a server, after SCANS_BEFORE_SET lookups, in a set.
     from brain.spelling import SCANS_BEFORE_SET, _WordList

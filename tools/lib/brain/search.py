@@ -1011,7 +1011,8 @@ class Searcher:
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
         pool = max(self.settings["search.candidates"], asked.limit)
-        candidates = self._candidates(query, match, asked.mode, pool, allowed, profile, also, corrections)
+        meaning = spelling.corrected(query, corrections, profile.languages) if corrections else query
+        candidates = self._candidates(query, match, asked.mode, pool, allowed, profile, also, corrections, meaning)
         weight = (
             effective_weight(candidates, asked.weight, self.settings["search.spread_ratio"])
             if asked.mode == "hybrid" else asked.weight
@@ -1296,9 +1297,12 @@ class Searcher:
     def _candidates(
         self, query: str, match: str, mode: str, pool: int, allowed: set[int] | None, profile: IndexProfile,
         also: Sequence[tuple[str, float]] = (), corrections: Sequence[spelling.Expansion] = (),
+        meaning: str | None = None,
     ) -> Candidates:
         """The top `pool` chunks of each half, every one with both of its raw scores (`also`: typo corrections, scaled;
-        `corrections`: the same, as words, for the field share)."""
+        `corrections`: the same, as words, for the field share; `meaning`: what the vector half encodes, the query
+        with its typos corrected, spelling.corrected)."""
+        meaning = meaning or query
         store = self.store
         use_vector = mode in ("hybrid", "vector")
         use_keyword = mode in ("hybrid", "bm25")
@@ -1307,7 +1311,7 @@ class Searcher:
         # The store searches its own vectors (a server): the keyword half is the server's work, and on a
         # machine that runs the server too the encoder's threads beside it took 42 ms instead of 13
         # (measured at 100k chunks): encode first. None: the vectors are in `vectors`, or not wanted.
-        query_vector = self.embedder.encode_query(query) if use_vector and vectors is None else None
+        query_vector = self.embedder.encode_query(meaning) if use_vector and vectors is None else None
         scoring: Future[None] | None = None
         if use_keyword and use_vector:
             # FTS5 scores the matches on another thread while this one does the
@@ -1320,7 +1324,7 @@ class Searcher:
         sims: np.ndarray | None = None
         try:
             if vectors is not None:
-                ids, sims = self._vector_half(query, vectors, found, allowed, pool)
+                ids, sims = self._vector_half(meaning, vectors, found, allowed, pool)
             elif query_vector is not None:
                 self._vector_half_on_store(query_vector, found, allowed, pool)
         finally:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -279,6 +280,25 @@ def expansions(
             chosen = tuple(terms[:MAX_EXPANSIONS])
             out.append(Expansion(word, chosen, tuple(surface(t) for t in chosen)))
     return out
+
+
+def corrected(text: str, expansions: Sequence[Expansion], languages: Sequence[str]) -> str:
+    """`text` with each typo replaced by its correction written nearest to it: what the vector half reads, since
+    the model reads "jounralctl" as noise, not as journalctl. Only a slip of the hand is replaced: a word of no
+    dictionary of `languages`, not written with capitals inside it (a name or code: "aPKCz"), whose correction
+    is within MAX_DISTANCE edits as written (the keyword half may also search a word near only by its stem:
+    "matasteses", "metastable"). A real word the index lacks ("healthcare", searched as "health") is kept: the
+    model knows it. Measured in docs/decisions/60-the-meaning-of-a-typo.md."""
+    for expansion in expansions:
+        word = expansion.word
+        if not expansion.shown or word[1:] != word[1:].lower() or in_dictionary(word, languages):
+            continue
+        typed = word.lower()
+        distance, _, nearest = min((edit_distance(typed, shown.lower(), MAX_DISTANCE), i, shown)
+                                   for i, shown in enumerate(expansion.shown))
+        if distance <= MAX_DISTANCE:
+            text = re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", nearest, text)
+    return text
 
 
 def surface_word(term: str, texts: Sequence[str], languages: Sequence[str], porter: bool) -> str:
