@@ -116,6 +116,27 @@ def test_a_query_that_is_a_whole_title_ranks_that_note_above_longer_titles_holdi
     assert _paths(brain.search("rebase patch", mode="bm25"))[0] == "common/git-rebase-patch.md"
 
 
+def test_a_query_that_names_a_note_by_its_whole_title_and_asks_more_ranks_that_note_first(tmp_path: Path) -> None:
+    # "nginx reload config": the query holds the title "nginx" and asks something of it. The page of another
+    # command says "reload" and "config" more often and is short; the note the query names must come first.
+    examples = "".join(f"- Serve site {n} from its own folder:\n\n`nginx -p {{{{path/to/site{n}}}}}`\n\n"
+                       for n in range(4))
+    write(tmp_path, {
+        "common/nginx.md": ("# nginx\n\n> Web server.\n\n" + examples
+                            + "- Reload the config without stopping:\n\n`nginx -s reload`\n"),
+        "linux/systemctl-reload.md": ("# systemctl reload\n\n> Reload the config of a unit.\n\n- Reload the config "
+                                      "of units:\n\n`systemctl reload {{unit}}`\n\n- Reload a web server:\n\n"
+                                      "`systemctl reload nginx`\n"),
+        "common/gixy.md": "# gixy\n\n> Check an nginx config for mistakes.\n\n`gixy {{path/to/nginx.conf}}`\n",
+    })
+    brain = Brain(tmp_path)
+    brain.index()
+    # The keyword half's order (hybrid adds the vector half, which reads no titles).
+    assert _paths(brain.search("nginx reload config", mode="bm25"))[0] == "common/nginx.md"
+    # A title that holds a word the query lacks is not named by it.
+    assert _paths(brain.search("reload config", mode="bm25"))[0] == "linux/systemctl-reload.md"
+
+
 def test_a_renamed_note_is_found_by_its_new_name(tmp_path: Path) -> None:
     write(tmp_path, {"old-name.md": "Some text about gardening.\n", "other.md": "Nothing here.\n"})
     brain = Brain(tmp_path)

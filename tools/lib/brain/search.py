@@ -263,6 +263,9 @@ TITLE_MATCH_WEIGHT = 1.0
 # again by this share, one word or many: a longer title that merely holds them ("nano-ffmpeg", "git
 # rebase patch") is another note. Measured in docs/decisions/59-exact-title-first.md.
 EXACT_TITLE_WEIGHT = 1.0
+# A query of two words or more that holds a note's whole title and more ("nginx reload config" and the
+# note "nginx") names that note and asks something of it: its BM25 is raised by TITLE_MATCH_WEIGHT times
+# the share of the query's words its title is. Measured in docs/decisions/61-a-title-inside-the-query.md.
 
 
 def _index_forms(profile: IndexProfile) -> Callable[[str], list[str]]:
@@ -288,11 +291,17 @@ def title_holds(title: str, words: list[set[str]], porter: bool) -> bool:
     return all(forms & present for forms in words)
 
 
-def title_is(title: str, words: list[set[str]], porter: bool) -> bool:
-    """True when the stored (stemmed) `title` holds a form of every word and no other content word."""
-    present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(title) if fold(t) not in STOP_WORDS}
-    return bool(present) and title_holds(title, words, porter) and all(
-        any(form in forms for forms in words) for form in present)
+def _title_forms(title: str, porter: bool) -> set[str]:
+    """The content words of a stored (stemmed) title, as the query's forms are compared with them."""
+    return {_porter_form(fold(t), porter) for t in _TOKEN.findall(title) if fold(t) not in STOP_WORDS}
+
+
+def title_within(title: str, words: list[set[str]], porter: bool) -> float:
+    """The share of `words` the stored `title` holds when each of its content words is one of them, else 0."""
+    present = _title_forms(title, porter)
+    if not present or not all(any(form in forms for forms in words) for form in present):
+        return 0.0
+    return sum(1 for forms in words if forms & present) / len(words)
 
 
 def check_query_length(query: str, what: str = "query") -> None:
@@ -1405,7 +1414,8 @@ class Searcher:
 
     def _raise_whole_titles(self, query: str, found: Candidates, profile: IndexProfile) -> None:
         """Raise the BM25 of candidates whose note title holds every content word of a query of two or more
-        (TITLE_MATCH_WEIGHT), and again of those whose title is those words and no other (EXACT_TITLE_WEIGHT)."""
+        (TITLE_MATCH_WEIGHT), or is held whole by such a query (by that weight times the share of the query it
+        is), and again of those whose title is the query's words and no other (EXACT_TITLE_WEIGHT)."""
         porter = profile.porter
         words = title_words(query, profile.languages, porter)
         if not words:
@@ -1414,10 +1424,13 @@ class Searcher:
         for cid, title in self.store.chunk_titles(matched).items():
             if not title:
                 continue
+            within = title_within(title, words, porter)
             if len(words) >= 2 and title_holds(title, words, porter):
                 found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT
                 found.titled = True
-            if title_is(title, words, porter):
+            elif len(words) >= 2 and within:
+                found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT * within
+            if within == 1.0:
                 found.keyword[cid] *= 1 + EXACT_TITLE_WEIGHT
 
     def _keyword_thread(self) -> ThreadPoolExecutor:
