@@ -263,9 +263,6 @@ TITLE_MATCH_WEIGHT = 1.0
 # again by this share, one word or many: a longer title that merely holds them ("nano-ffmpeg", "git
 # rebase patch") is another note. Measured in docs/decisions/59-exact-title-first.md.
 EXACT_TITLE_WEIGHT = 1.0
-# A query of two words or more that holds a note's whole title and more ("nginx reload config" and the
-# note "nginx") names that note and asks something of it: its BM25 is raised by TITLE_MATCH_WEIGHT times
-# the share of the query's words its title is. Measured in docs/decisions/61-a-title-inside-the-query.md.
 
 
 def _index_forms(profile: IndexProfile) -> Callable[[str], list[str]]:
@@ -285,23 +282,18 @@ def title_words(query: str, languages: Sequence[str], porter: bool) -> list[set[
             for word in dict.fromkeys(query_terms(query)) if word not in STOP_WORDS]
 
 
-def title_holds(title: str, words: list[set[str]], porter: bool) -> bool:
-    """True when the stored (stemmed) `title` holds a form of every word."""
-    present = {_porter_form(fold(t), porter) for t in _TOKEN.findall(title)}
-    return all(forms & present for forms in words)
-
-
-def _title_forms(title: str, porter: bool) -> set[str]:
-    """The content words of a stored (stemmed) title, as the query's forms are compared with them."""
-    return {_porter_form(fold(t), porter) for t in _TOKEN.findall(title) if fold(t) not in STOP_WORDS}
-
-
-def title_within(title: str, words: list[set[str]], porter: bool) -> float:
-    """The share of `words` the stored `title` holds when each of its content words is one of them, else 0."""
-    present = _title_forms(title, porter)
-    if not present or not all(any(form in forms for forms in words) for form in present):
-        return 0.0
-    return sum(1 for forms in words if forms & present) / len(words)
+def title_match(title: str, words: list[set[str]], porter: bool) -> tuple[bool, float]:
+    """How the stored (stemmed) `title` meets the query's `words`: whether it holds a form of every word, and
+    the share of the words it holds when each of its content words is one of them (else 0). A query that holds
+    a note's whole title and more ("nginx reload config", the note "nginx") names that note and asks something
+    of it (docs/decisions/61-a-title-inside-the-query.md); 1 is a title that is the query's words exactly."""
+    tokens = {fold(t) for t in _TOKEN.findall(title)}
+    present = {_porter_form(t, porter) for t in tokens}
+    content = {_porter_form(t, porter) for t in tokens if t not in STOP_WORDS}
+    holds = all(forms & present for forms in words)
+    if not content or not all(any(form in forms for forms in words) for form in content):
+        return holds, 0.0
+    return holds, sum(1 for forms in words if forms & content) / len(words)
 
 
 def check_query_length(query: str, what: str = "query") -> None:
@@ -1424,8 +1416,8 @@ class Searcher:
         for cid, title in self.store.chunk_titles(matched).items():
             if not title:
                 continue
-            within = title_within(title, words, porter)
-            if len(words) >= 2 and title_holds(title, words, porter):
+            holds, within = title_match(title, words, porter)
+            if len(words) >= 2 and holds:
                 found.keyword[cid] *= 1 + TITLE_MATCH_WEIGHT
                 found.titled = True
             elif len(words) >= 2 and within:
