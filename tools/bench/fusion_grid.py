@@ -26,7 +26,7 @@ from brain import evaluation, spelling
 from brain.config import FUSION_METHODS
 from brain.embeddings import Embedder
 from brain.fusion import Candidates, fuse
-from brain.search import Searcher, query_terms
+from brain.search import IndexProfile, Searcher, query_terms
 from collection_args import add_collection_arguments, load_collection
 
 
@@ -87,13 +87,17 @@ def main() -> int:
     for n, (qid, text) in enumerate(collection.queries.items(), 1):
         if not query_terms(text):
             continue
-        match = searcher.keyword_query(text)  # the query's words as the index stores them
-        allowed = searcher._allowed_files(collection.paths.get(qid), [])
-        # Typo corrections as search() makes them, so the candidates are the ones search sees.
-        corrections = searcher.corrections(text)
+        profile = IndexProfile.of(searcher.store)
+        match = searcher.keyword_query(text, profile)  # the query's words as the index stores them
+        prefix = collection.paths.get(qid)
+        allowed = searcher._allowed_files([(prefix, False)] if prefix else [], [])  # as search() reads --path
+        # Typo corrections as search() makes them (the vector half reads them too), so the candidates are the
+        # ones search sees.
+        corrections = searcher.corrections(text, profile)
         also = [(" OR ".join(f'"{t}"' for t in c.terms), spelling.EXPANSION_WEIGHT) for c in corrections]
+        meaning = spelling.corrected(text, corrections, profile.languages)
         for pool in pools:
-            found = searcher._candidates(text, match, "hybrid", pool, allowed, also, corrections)
+            found = searcher._candidates(text, match, "hybrid", pool, allowed, profile, also, corrections, meaning)
             if pool == max(pools):
                 # The single halves, as their own modes rank them: each half's own top `pool` chunks.
                 by_bm25 = sorted((c for c in found.ids if found.keyword.get(c, 0) > 0),
