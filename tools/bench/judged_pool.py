@@ -36,19 +36,19 @@ def main() -> int:
     args = parser.parse_args()
     if not args.notes or not args.queries:
         parser.error("give --notes and --queries (a judged notes set)")
-    rows = [json.loads(line) for line in Path(args.queries).read_text(encoding="utf-8").splitlines() if line.strip()]
-    collection = load_collection(args)
+    collection = load_collection(args)  # the judged file read and checked as brain eval reads it
     searcher = Searcher(collection.settings, Embedder(collection.settings))
     pools = []
     try:
-        for row in rows:
+        for qid, text in collection.queries.items():
             found: set[str] = set()
             for mode in MODES:
-                response = searcher.search(row["query"], mode=mode, limit=args.depth, path_prefix=row.get("path"),
+                response = searcher.search(text, mode=mode, limit=args.depth, path_prefix=collection.paths.get(qid),
                                            no_cutoff=True)
                 found.update(hit.path for hit in response.results)
-            pools.append({"id": row["id"], "query": row["query"], "kind": row["kind"], "judged": row["relevant"],
-                          "pool": sorted(found - set(row["relevant"]))})
+            judged = list(collection.qrels[qid])
+            pools.append({"id": qid, "query": text, "kind": collection.kinds.get(qid), "judged": judged,
+                          "pool": sorted(found - set(judged))})
     finally:
         searcher.close()
     json.dump(pools, sys.stdout, indent=1, ensure_ascii=False)

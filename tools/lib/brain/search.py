@@ -287,9 +287,9 @@ def title_match(title: str, words: list[set[str]], porter: bool) -> tuple[bool, 
     the share of the words it holds when each of its content words is one of them (else 0). A query that holds
     a note's whole title and more ("nginx reload config", the note "nginx") names that note and asks something
     of it (docs/decisions/61-a-title-inside-the-query.md); 1 is a title that is the query's words exactly."""
-    tokens = {fold(t) for t in _TOKEN.findall(title)}
-    present = {_porter_form(t, porter) for t in tokens}
-    content = {_porter_form(t, porter) for t in tokens if t not in STOP_WORDS}
+    stored = {token: _porter_form(token, porter) for token in {fold(t) for t in _TOKEN.findall(title)}}
+    present = set(stored.values())
+    content = {form for token, form in stored.items() if token not in STOP_WORDS}
     holds = all(forms & present for forms in words)
     if not content or not all(any(form in forms for forms in words) for form in content):
         return holds, 0.0
@@ -1012,7 +1012,7 @@ class Searcher:
         # The pool depends on the settings only (for any limit up to it), so asking
         # for fewer results never changes which file comes first.
         pool = max(self.settings["search.candidates"], asked.limit)
-        meaning = spelling.corrected(query, corrections, profile.languages) if corrections else query
+        meaning = spelling.corrected(query, corrections, profile.languages)
         candidates = self._candidates(query, match, asked.mode, pool, allowed, profile, also, corrections, meaning)
         weight = (
             effective_weight(candidates, asked.weight, self.settings["search.spread_ratio"])
