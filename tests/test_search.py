@@ -250,6 +250,11 @@ def test_function_words_leave_the_keyword_query_unless_alone() -> None:
     assert fts_match("dove salva Obsidian le sue impostazioni?") == '"salva" OR "Obsidian" OR "impostazioni"'
     assert fts_match("Perché questo progetto usa il mio server?") == '"progetto" OR "usa" OR "server"'
     assert fts_match("Where does my project keep this file?") == '"project" OR "keep" OR "file"'
+    # "how many" and quanti ask for a number: neither word says what the note is about.
+    assert fts_match("how many words are in this text file") == '"words" OR "text" OR "file"'
+    assert fts_match("How much room is this folder taking up?") == '"room" OR "folder" OR "taking" OR "up"'
+    assert fts_match("quanti giorni dura la copia fuori sede?") == '"giorni" OR "dura" OR "copia" OR "fuori" OR "sede"'
+    assert fts_match("ogni quanto si fa lo scrub?") == '"ogni" OR "fa" OR "scrub"'
 
 
 @pytest.mark.parametrize(("query", "match"), [

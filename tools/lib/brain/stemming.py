@@ -25,12 +25,14 @@ DETECTED = ("italian", "english")  # the languages `auto` tells apart; the first
 # Function words of each language: the keyword query leaves them out (search.STOP_WORDS) and
 # language detection counts them (a note's most frequent words are its function words). The Italian
 # list has the interrogatives, possessives and demonstratives the English one has (where/dove,
-# why/perché, what/cosa, my/mio, this/questo: docs/decisions/48-italian-question-words.md).
+# why/perché, what/cosa, my/mio, this/questo: docs/decisions/48-italian-question-words.md); both
+# hold the quantity question words (many, much, quanto: docs/decisions/62-how-many-and-quanti.md).
 FUNCTION_WORDS: dict[str, frozenset[str]] = {
     "english": frozenset("""
 a an and are as at be been but by can could did do does for from had has have how i if in into is it its
 me my no not of on or our she so than that the their them then there these they this those to was we were
 what when where which who why will with would you your
+many much
 """.split()),
     "italian": frozenset("""
 ad agli ai al alla alle allo anche che chi ci come con da dai dal dalla dalle degli dei del della delle
@@ -38,12 +40,13 @@ dello di e ed era gli ha hanno ho i il in la le lo ma mi ne negli nei nel nella 
 quali quando se si sono su sua sue sui sul sulla suo tra un una uno
 dove perché perche cosa è mio mia miei mie tuo tua tuoi tue nostro nostra nostri nostre loro
 questo questa questi queste quello quella quelli quelle
+quanto quanta quanti quante
 """.split()),
 }
 # More words that only one of the languages uses often, read by detect_language only (the query's
 # stop words stay FUNCTION_WORDS: they were measured as such, docs/decisions/06-function-words.md).
 _DETECTION_EXTRA: dict[str, frozenset[str]] = {
-    "english": frozenset("about after all also any because before being both each just more most much only other over "
+    "english": frozenset("about after all also any because before being both each just more most only other over "
                          "should some such through under until very while".split()),
     "italian": frozenset("a è ancora avere c cosa così dopo dove essere fatto già ogni perché poi quello questa questi "
                          "questo sempre senza solo stata stato tutti tutto".split()),
