@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 
 from brain import evaluation
 from collection_args import add_collection_arguments, load_collection
@@ -25,17 +24,14 @@ COLUMNS = ("bm25", "vector", "hybrid", "best half", "either first")
 
 
 def bound(kinds: dict[str, str], per_mode: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Per kind (and "all"): mean MRR@10 of each mode, of the better half per query, and the either-first share."""
-    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    """Per kind, then "all": mean MRR@10 of each mode, of the better half per query, and the either-first share
+    (with "queries", as evaluation._by_kind gives it)."""
+    rows: dict[str, dict[str, float]] = {}
     for qid, hybrid in per_mode["hybrid"].items():
         halves = (per_mode["bm25"][qid]["mrr@10"], per_mode["vector"][qid]["mrr@10"])
-        row = {"bm25": halves[0], "vector": halves[1], "hybrid": hybrid["mrr@10"],
-               "best half": max(halves), "either first": float(max(halves) == 1.0)}
-        for kind in ([kinds[qid]] if qid in kinds else []) + ["all"]:
-            for column, value in row.items():
-                groups[kind][column].append(value)
-    return {kind: {column: sum(v) / len(v) for column, v in columns.items()} | {"queries": len(columns["hybrid"])}
-            for kind, columns in sorted(groups.items(), key=lambda item: (item[0] == "all", item[0]))}
+        rows[qid] = {"bm25": halves[0], "vector": halves[1], "hybrid": hybrid["mrr@10"],
+                     "best half": max(halves), "either first": float(max(halves) == 1.0)}
+    return evaluation._by_kind(kinds, rows) | evaluation._by_kind(dict.fromkeys(rows, "all"), rows)
 
 
 def main() -> int:
