@@ -355,3 +355,19 @@ def test_a_preview_whose_words_end_the_chunk_is_filled_from_before_them(tmp_path
     assert hit.line == note.count("\n")  # the best-matching words are on the chunk's last line
     assert "pitone avvenne nel 1991" in hit.preview
     assert len(hit.preview) >= 200 and hit.preview.startswith("Riga")  # from an earlier line, not "…Il primo"
+
+
+def test_a_preview_far_into_a_sentence_starts_some_words_before_its_words(tmp_path: Path) -> None:
+    """A long sentence whose matched word sits far from its start: the preview opens a few words before the word
+    (the answer is often just before the question's words), not at the word, and marks the cut with "…"."""
+    sentence = ("Nel 1991 il linguaggio fu pubblicato per la prima volta da un programmatore olandese che lavorava "
+                "a un centro di ricerca di Amsterdam, e il suo nome viene dal pitone dei Monty Python, non da un "
+                "serpente vero e proprio come molti credono ancora oggi.")
+    later = "\n".join(f"Riga {n} sulla storia dei linguaggi e dei loro autori, con date e versioni." for n in range(6))
+    write(tmp_path, {"storia.md": f"# Storia\n\n{sentence}\n{later}\n"})
+    brain = Brain(tmp_path)
+    brain.index()
+    hit = brain.search("pitone", mode="bm25").results[0]
+    assert hit.preview.startswith("…") and "pitone dei Monty Python" in hit.preview
+    assert "centro di ricerca di Amsterdam" in hit.preview  # before the word: the start was cut, not at "pitone"
+    assert not hit.preview.startswith("…pitone")
