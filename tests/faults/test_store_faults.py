@@ -8,6 +8,7 @@ tmpfs for a full disk, an unprivileged user for an unreadable folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -388,6 +389,40 @@ def test_f12_disk_full_in_the_final_copy_keeps_the_old_index_under_a_running_ser
             answer = client.post("/search", json={"query": OLD_WORD, "mode": "bm25", "limit": 3})
             assert answer.status_code == 200 and len(answer.json()["results"]) == 3, answer.text
             assert integrity(db) == "ok"
+        assert integrity(db) == "ok"
+
+
+@pytest.mark.slow
+def test_a_full_disk_still_answers_searches_and_a_server_follows_once_room_is_freed(tmp_path: Path) -> None:
+    """With no byte free and no -wal left, SQLite cannot make the files a WAL reader needs: brain reads the index
+    immutable, as it was last written. A server opened that way takes the index again, normally, once the disk has
+    room, and then answers with what was indexed since."""
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        notes = make_notes(disk / "notes")
+        db = notes / ".brain" / "brain.sqlite"
+        assert not db.with_name("brain.sqlite-wal").exists()  # the last connection removed it
+        write(notes, {"extra.md": f"# Extra\n\nA {NEW_WORD} note.\n"})  # waiting to be indexed
+        filler = disk / "filler"
+        with filler.open("wb") as out:
+            with contextlib.suppress(OSError):  # ENOSPC: as full as it gets
+                while True:
+                    out.write(b"\0" * 65536)
+                    out.flush()
+        found = run_cli("--root", str(notes), "search", OLD_WORD, "--mode", "bm25", "--json")
+        assert found.returncode == 0, found.stderr
+        assert paths_of(json.loads(found.stdout)) == ["travel/alps.md"]
+        status = run_cli("--root", str(notes), "status", "--json")  # truthful: one note is not indexed yet
+        assert status.returncode == 1 and not json.loads(status.stdout)["clean"], status.stdout + status.stderr
+        with http_server("--root", str(notes)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
+            answer = client.post("/search", json={"query": OLD_WORD, "mode": "bm25"})
+            assert answer.status_code == 200 and paths_of(answer.json()) == ["travel/alps.md"], answer.text
+            full = run_cli("--root", str(notes), "index")
+            one_line_error(full, "disk")
+            filler.unlink()
+            done = run_cli("--root", str(notes), "index")
+            assert done.returncode == 0, done.stderr
+            answer = client.post("/search", json={"query": NEW_WORD, "mode": "bm25"})
+            assert answer.status_code == 200 and paths_of(answer.json()) == ["extra.md"], answer.text
         assert integrity(db) == "ok"
 
 

@@ -187,6 +187,10 @@ MIGRATED_FIELDS = "heading,body"  # what a migrated index's keyword fields hold 
 # lock held too long) says nothing about the file: it must never be called damaged.
 _SQLITE_CORRUPT = 11
 _SQLITE_NOTADB = 26
+# And those a reader gets when the disk has no room for the -wal and -shm files (_no_room_to_read).
+_SQLITE_IOERR = 10
+_SQLITE_FULL = 13
+_SQLITE_CANTOPEN = 14
 
 
 def _is_damage(exc: sqlite3.Error) -> bool:
@@ -261,14 +265,24 @@ class SqliteStore(MetaRecords):
         if not create and not readonly and not _writable(path):
             readonly = True
         target, uri = (_readonly_uri(path), True) if readonly and not _writable(path) else (str(path), False)
+        self.without_room = False  # opened immutable because the disk had no room for the -wal and -shm files
+        self._opened_state: tuple[int, int] | None = None
         for attempt in range(3):
             before = _file_identity(path)
             try:
-                self.conn = sqlite3.connect(
-                    target, timeout=30.0, isolation_level=None, check_same_thread=False, uri=uri
-                )
-                self.conn.execute("PRAGMA busy_timeout = 30000")
-                self._prepare(readonly)
+                try:
+                    self._connect(target, uri, readonly)
+                except sqlite3.Error as exc:
+                    if create or uri or not _no_room_to_read(path, exc):
+                        raise
+                    with contextlib.suppress(Exception):
+                        self.conn.close()
+                    # A full disk: SQLite cannot make the -wal and -shm files a WAL reader needs. With no -wal
+                    # left, every commit is in the database file itself and nobody can be writing (there is no
+                    # room to), so reading it immutable answers from the whole old index.
+                    readonly, target, uri, self.without_room = True, _immutable_uri(path), True, True
+                    self._opened_state = _file_state(path)
+                    self._connect(target, uri, readonly)
             except sqlite3.Error as exc:
                 with contextlib.suppress(Exception):
                     self.conn.close()
@@ -279,12 +293,22 @@ class SqliteStore(MetaRecords):
                 break
             self.conn.close()  # replaced while opening: open the file that is there now
 
+    def _connect(self, target: str, uri: bool, readonly: bool) -> None:
+        self.conn = sqlite3.connect(target, timeout=30.0, isolation_level=None, check_same_thread=False, uri=uri)
+        self.conn.execute("PRAGMA busy_timeout = 30000")
+        self._prepare(readonly)
+
     def replaced(self) -> bool:
         """True when the path no longer names the file this connection reads (deleted, or another file put there).
 
         A long-lived reader (a server) checks this before each request and reopens:
         SQLite itself keeps reading the old file, from its own descriptors, for good.
+        A connection opened immutable on a full disk counts as replaced as soon as the disk has room again, a
+        -wal file is back or the file changed: it takes no lock and would not see a writer's commits.
         """
+        if self.without_room and (_has_room(self.path) or _wal_path(self.path).exists()
+                                  or _file_state(self.path) != self._opened_state):
+            return True
         return _file_identity(self.path) != self.identity
 
     def _prepare(self, readonly: bool) -> None:
@@ -927,12 +951,60 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
+def _wal_path(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def _no_room_to_read(path: Path, exc: sqlite3.Error) -> bool:
+    """Whether opening `path` to read failed for want of disk space while no -wal file holds commits of its own:
+    a full disk (SQLITE_FULL, or SQLITE_IOERR / SQLITE_CANTOPEN making the -wal or -shm file) and no free block."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in (_SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN):
+        return False
+    wal = _wal_path(path)
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return False
+    except OSError:
+        return False
+    return not _has_room(path)
+
+
+def _has_room(path: Path) -> bool:
+    """Whether the disk holding `path` has _ROOM_TO_READ free (True when that cannot be told)."""
+    try:
+        stats = os.statvfs(path.parent)
+    except OSError:
+        return True
+    return stats.f_bavail * stats.f_frsize >= _ROOM_TO_READ
+
+
+def _file_state(path: Path) -> tuple[int, int] | None:
+    """(size, modification time) of the file at `path`: what a write to it changes."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+_ROOM_TO_READ = 1 << 20  # free bytes under which a failed open is the disk's lack of room (a -shm takes 32 KiB)
+
+
+def _immutable_uri(path: Path) -> str:
+    """An SQLite URI that reads `path` as it is on disk, making no -wal or -shm file and taking no lock."""
+    from urllib.parse import quote
+
+    return f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+
+
 def _readonly_uri(path: Path) -> str:
     """An SQLite URI that reads `path` without writing anything: immutable when there is no -shm to share."""
     from urllib.parse import quote
 
-    shared = path.with_name(path.name + "-shm").exists()
-    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if shared else "&immutable=1")
+    if not path.with_name(path.name + "-shm").exists():
+        return _immutable_uri(path)
+    return f"file:{quote(str(path.resolve()))}?mode=ro"
 
 
 def remove_rebuild_files(db_path: Path) -> list[str]:
