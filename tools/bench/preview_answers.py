@@ -67,7 +67,8 @@ def main() -> int:
         matches = search.matched_words(paragraph, search.searched_forms(question, stems), LANGUAGES)
         passage = search.best_passage(matches)
         unmatched += passage is None
-        preview = collapse(search._make_preview(paragraph, [], passage))
+        terms = [search.fold(term) for term in search.query_terms(question)]  # as Searcher gives them
+        preview = collapse(search._make_preview(paragraph, terms, passage))
         shown += 1
         found += any(collapse(answer) in preview for answer in answers)
     print(f"questions whose paragraph is longer than a preview: {shown:,} ({unmatched:,} share no word with it)")
