@@ -213,13 +213,18 @@ def _open_failure(path: Path, exc: sqlite3.Error) -> BrainError:
                       "free disk space or fix the folder's permissions, then try again")
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`, None when nothing is there; a stat, never an open."""
+def _stat(path: Path) -> os.stat_result | None:
+    """The file at `path` as a stat sees it, never an open; None when nothing is there."""
     try:
-        info = os.stat(path)
+        return os.stat(path)
     except OSError:
         return None
-    return info.st_dev, info.st_ino
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when nothing is there."""
+    info = _stat(path)
+    return None if info is None else (info.st_dev, info.st_ino)
 
 
 class SqliteStore(MetaRecords):
@@ -981,11 +986,8 @@ def _has_room(path: Path) -> bool:
 
 def _file_state(path: Path) -> tuple[int, int] | None:
     """(size, modification time) of the file at `path`: what a write to it changes."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_size, info.st_mtime_ns
+    info = _stat(path)
+    return None if info is None else (info.st_size, info.st_mtime_ns)
 
 
 _ROOM_TO_READ = 1 << 20  # free bytes under which a failed open is the disk's lack of room (a -shm takes 32 KiB)
