@@ -455,7 +455,7 @@ def _make_preview(text: str, terms: list[str], passage: tuple[int, int] | None =
         if start > 0 and len(" ".join(text[start:].split())) < PREVIEW_CHARS:
             fuller = _fuller_start(text, start)
             start, cut = fuller, cut and fuller == start
-        return _clipped(("…" if cut and start > 0 else "") + " ".join(text[start:].split()))
+        return _clipped(("…" if cut else "") + " ".join(text[start:].split()))  # cut: far past the chunk's start
     lines = [ln for ln in text.split("\n") if ln.strip()]
     start = 0
     for index, line in enumerate(lines):

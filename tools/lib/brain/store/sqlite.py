@@ -311,7 +311,7 @@ class SqliteStore(MetaRecords):
         A connection opened immutable on a full disk counts as replaced as soon as the disk has room again, a
         -wal file is back or the file changed: it takes no lock and would not see a writer's commits.
         """
-        if self.without_room and (_has_room(self.path) or _wal_path(self.path).exists()
+        if self.without_room and (_has_room(self.path) or _companion(self.path, "-wal").exists()
                                   or _file_state(self.path) != self._opened_state):
             return True
         return _file_identity(self.path) != self.identity
@@ -956,8 +956,9 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
-def _wal_path(path: Path) -> Path:
-    return path.with_name(path.name + "-wal")
+def _companion(path: Path, suffix: str) -> Path:
+    """The file SQLite keeps beside the index: its "-wal" or "-shm"."""
+    return path.with_name(path.name + suffix)
 
 
 def _no_room_to_read(path: Path, exc: sqlite3.Error) -> bool:
@@ -966,13 +967,8 @@ def _no_room_to_read(path: Path, exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is None or code & 0xFF not in (_SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN):
         return False
-    wal = _wal_path(path)
-    try:
-        if wal.exists() and wal.stat().st_size > 0:
-            return False
-    except OSError:
-        return False
-    return not _has_room(path)
+    wal = _stat(_companion(path, "-wal"))
+    return (wal is None or wal.st_size == 0) and not _has_room(path)
 
 
 def _has_room(path: Path) -> bool:
@@ -1004,7 +1000,7 @@ def _readonly_uri(path: Path) -> str:
     """An SQLite URI that reads `path` without writing anything: immutable when there is no -shm to share."""
     from urllib.parse import quote
 
-    if not path.with_name(path.name + "-shm").exists():
+    if not _companion(path, "-shm").exists():
         return _immutable_uri(path)
     return f"file:{quote(str(path.resolve()))}?mode=ro"
 
