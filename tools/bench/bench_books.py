@@ -13,11 +13,14 @@ own book ("book": path_prefix = its file name), once as `brain search` lists fil
 - page hit@5: one of the top 5 hits is the right book with any of its pages among the question's pages;
 - MRR@10: the reciprocal rank of the first hit of the right book (by book, not by page);
 - excerpt / preview: the answer (case-insensitive, white space collapsed) is in the first right-book
-  hit's excerpt (excerpt_chars=2000) / preview. The excerpt is the file's, chosen by the query's words
-  (search._add_excerpts), so it is the same in every mode and for every chunk of a book.
+  hit's excerpt (excerpt_chars=2000) / preview. The excerpt is the file's, around the hit's own passage and
+  the query's words (search._add_excerpts), so it differs by mode where the hit does.
 
     PYTHONPATH=tools/lib python tools/bench/bench_books.py
     PYTHONPATH=tools/lib python tools/bench/bench_books.py --modes bm25 --granularity files
+
+With both bm25 and vector among the modes, a "best half" row takes, per question and measure, the better of
+the two (the bound of half_bound.py, for pages).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ MODES = ("hybrid", "bm25", "vector")
 SCOPES = ("all", "book")
 GRANULARITIES = ("files", "chunks")
 METRICS = ("page@1", "any page@1", "page hit@5", "MRR@10", "excerpt", "preview")
+BEST_HALF = "best half"
 
 
 def _notes_folder(books: Path, workdir: Path) -> Path:
@@ -69,6 +73,15 @@ def score(row: dict[str, Any], hits: list[SearchHit]) -> dict[str, float]:
         "excerpt": float(first is not None and answer in collapse(first.excerpt or "")),
         "preview": float(first is not None and answer in collapse(first.preview or "")),
     }
+
+
+def best_half(bm25: dict[str, list[dict[str, float]]], vector: dict[str, list[dict[str, float]]],
+              ) -> dict[str, list[dict[str, float]]]:
+    """Per question and measure, the better of the two halves: what a fusion that always knew which half to
+    believe would score (half_bound.py's "best half", for pages). A target above it needs chunks that neither
+    half ranks first."""
+    return {kind: [{m: max(b[m], v[m]) for m in METRICS} for b, v in zip(bm25[kind], vector[kind])]
+            for kind in bm25}
 
 
 def _mean(scores: list[dict[str, float]], metric: str) -> str:
@@ -145,6 +158,12 @@ def main() -> int:
                     )
                     per_kind[row["kind"]].append(score(row, response.results))
                 results[(granularity, mode, scope)] = per_kind
+        if {"bm25", "vector"} <= set(modes):
+            for scope in SCOPES:
+                results[(granularity, BEST_HALF, scope)] = best_half(
+                    results[(granularity, "bm25", scope)], results[(granularity, "vector", scope)])
+    if {"bm25", "vector"} <= set(modes):
+        modes.append(BEST_HALF)
     print(f"\n### All {len(rows)} questions\n")
     print(summary(results))
     print("\n### Per kind")
