@@ -967,8 +967,13 @@ def _no_room_to_read(path: Path, exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is None or code & 0xFF not in (_SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN):
         return False
-    wal = _stat(_companion(path, "-wal"))
-    return (wal is None or wal.st_size == 0) and not _has_room(path)
+    try:
+        wal_size = os.stat(_companion(path, "-wal")).st_size
+    except (FileNotFoundError, NotADirectoryError):
+        wal_size = 0
+    except OSError:
+        return False  # cannot tell whether a -wal holds commits: never read the file without it
+    return wal_size == 0 and not _has_room(path)
 
 
 def _has_room(path: Path) -> bool:
